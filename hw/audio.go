@@ -1,0 +1,70 @@
+// Package hw declares the device seams of robot-agent and holds their
+// implementations: simulated devices (package hw/sim) driven by an injectable
+// clock, and real ones (PortAudio, mediadevices, periph.io) behind build tags.
+//
+// Interfaces are small; optional capabilities are extra interfaces found by
+// type assertion (for example Primer on an AudioSink).
+package hw
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Errors shared by device implementations.
+var (
+	// ErrClosed is returned by Read/Write after Close.
+	ErrClosed = errors.New("hw: device closed")
+	// ErrNotBuiltIn is returned by stubs for support that needs cgo or a
+	// build tag this binary was built without.
+	ErrNotBuiltIn = errors.New("hw: support not built into this binary")
+	// ErrNoDevice is returned when a named device does not exist (now).
+	ErrNoDevice = errors.New("hw: no such device")
+	// ErrDeviceLost is returned when an open device disappears (unplugged).
+	ErrDeviceLost = errors.New("hw: device lost")
+)
+
+// AudioFormat describes interleaved PCM16 audio as a device or stream has it.
+type AudioFormat struct {
+	SampleRate int // frames per second
+	Channels   int
+}
+
+func (f AudioFormat) String() string { return fmt.Sprintf("%d Hz x %d ch", f.SampleRate, f.Channels) }
+
+// Uplink and downlink formats fixed by protocol v1.
+var (
+	MicFormat = AudioFormat{SampleRate: 16000, Channels: 1}
+	TTSFormat = AudioFormat{SampleRate: 24000, Channels: 1}
+)
+
+// AudioSource is a microphone. Read blocks until len(dst) samples
+// (interleaved, Format().Channels per frame) have been captured, paced by
+// the device, and returns how many it wrote. Read is called from one
+// goroutine only (the capture pump); Close may be called from any goroutine
+// and makes a blocked Read return ErrClosed.
+//
+// Buffer ownership: dst belongs to the caller; the source never retains it.
+type AudioSource interface {
+	Format() AudioFormat
+	Read(dst []int16) (int, error)
+	Close() error
+}
+
+// AudioSink is a speaker. Write blocks until the device has accepted all of
+// p (paced by the device clock). Write is called from one goroutine only
+// (the playback pump); Close may be called from any goroutine.
+//
+// Buffer ownership: p belongs to the caller and may be reused as soon as
+// Write returns.
+type AudioSink interface {
+	Format() AudioFormat
+	Write(p []int16) error
+	Close() error
+}
+
+// Periodic is an optional capability of a sink: the device period in frames
+// (how many frames Write should be handed at once for lowest latency).
+type Periodic interface {
+	PeriodFrames() int
+}
