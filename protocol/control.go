@@ -61,6 +61,22 @@ const (
 	CodeVersionMismatch = "version_mismatch"
 )
 
+// Capability strings a robot lists in RobotHello.Capabilities. Receivers
+// ignore strings they do not know.
+const (
+	CapMicAudio         = "mic_audio"         // sends kind 1 mic frames
+	CapTTSAudio         = "tts_audio"         // plays binary kind 3 TTS frames
+	CapTTSBase64        = "tts_base64"        // plays JSON tts / greet_tts_delta audio
+	CapVideoH264        = "video_h264"        // sends kind 2 flag 2 frames
+	CapVideoImage       = "video_image"       // sends kind 2 flag 3 frames
+	CapState            = "state"             // sends state
+	CapFaceInfo         = "face_info"         // sends face_info
+	CapGreet            = "greet"             // sends greet_signal, plays greet_* replies
+	CapFunctionCall     = "function_call"     // sends function_call, obeys function_call_arbiter
+	CapSkill            = "skill"             // carries out skill, answers skill_result
+	CapPlaybackProgress = "playback_progress" // sends playback_progress
+)
+
 // Meta is the envelope every control message carries.
 type Meta struct {
 	Type    string `json:"type"`
@@ -221,9 +237,12 @@ type PlaybackProgress struct {
 // ASR is recognised user speech.
 type ASR struct {
 	Meta
-	ResponseID uint32 `json:"response_id,omitempty"`
-	Text       string `json:"text"`
-	Final      bool   `json:"final,omitempty"`
+	// UtteranceID is the stream id of the mic utterance recognised (0:
+	// not known).
+	UtteranceID uint32 `json:"utterance_id,omitempty"`
+	ResponseID  uint32 `json:"response_id,omitempty"`
+	Text        string `json:"text"`
+	Final       bool   `json:"final,omitempty"`
 }
 
 // Text is an LLM/VLM text delta or done marker (types llm_delta, llm_done,
@@ -241,6 +260,8 @@ type TTS struct {
 	ResponseID uint32 `json:"response_id"`
 	AudioB64   string `json:"audio"`
 	Last       bool   `json:"last,omitempty"`
+	// SampleRate, if present, must be 24000.
+	SampleRate int `json:"sample_rate,omitempty"`
 	// Audio is the decoded PCM, filled by DecodeFromGateway.
 	Audio []byte `json:"-"`
 }
@@ -269,11 +290,17 @@ type GoAway struct {
 	ReconnectAfterMS int    `json:"reconnect_after_ms,omitempty"`
 }
 
-// Marshal encodes m, setting the envelope type if it is empty.
+// Marshal encodes m, setting the envelope type if it is empty. Types shared
+// by several names (Text, and TTS/TTSDone for greetings) must have Type set
+// by the caller unless the default (tts, tts_done) is meant; Marshal fails
+// if the type is empty and cannot be inferred.
 func Marshal(m Message) ([]byte, error) {
 	e := m.Envelope()
 	if e.Type == "" {
 		e.Type = typeOf(m)
+		if e.Type == "" {
+			return nil, fmt.Errorf("protocol: cannot marshal %T: field \"type\" is empty", m)
+		}
 	}
 	return json.Marshal(m)
 }
@@ -330,6 +357,9 @@ func decodeInto(data []byte, limit int, dst any) error {
 	if err := json.Unmarshal(data, dst); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
+			if te.Field == "" {
+				return fmt.Errorf("%w: control message is a JSON %s, want an object", ErrMalformed, te.Value)
+			}
 			return fmt.Errorf("%w: field %q: JSON %s is not a valid %s", ErrMalformed, te.Field, te.Value, te.Type)
 		}
 		var se *json.SyntaxError
@@ -430,7 +460,7 @@ func validateFromGateway(m Message) error {
 	switch v := m.(type) {
 	case *GatewayHello:
 		if v.Protocol != Version {
-			return fmt.Errorf("%w: field \"protocol\" is %d, want %d", ErrUnsupported, v.Protocol, Version)
+			return fmt.Errorf("%w: field \"protocol\" is %d, want %d", ErrVersionMismatch, v.Protocol, Version)
 		}
 		if err := required("session_id", v.SessionID); err != nil {
 			return err
@@ -448,6 +478,9 @@ func validateFromGateway(m Message) error {
 	case *TTS:
 		if err := requiredID("response_id", v.ResponseID); err != nil {
 			return err
+		}
+		if v.SampleRate != 0 && v.SampleRate != 24000 {
+			return fmt.Errorf("%w: field \"sample_rate\" is %d, want 24000", ErrUnsupported, v.SampleRate)
 		}
 		b, err := base64.StdEncoding.DecodeString(v.AudioB64)
 		if err != nil {
@@ -533,7 +566,7 @@ func validateFromRobot(m Message) error {
 	switch v := m.(type) {
 	case *RobotHello:
 		if v.Protocol != Version {
-			return fmt.Errorf("%w: field \"protocol\" is %d, want %d", ErrUnsupported, v.Protocol, Version)
+			return fmt.Errorf("%w: field \"protocol\" is %d, want %d", ErrVersionMismatch, v.Protocol, Version)
 		}
 		if err := required("device_id", v.DeviceID); err != nil {
 			return err
@@ -599,6 +632,8 @@ func ErrorCode(err error) string {
 	switch {
 	case errors.Is(err, ErrUnknownType):
 		return CodeUnknownType
+	case errors.Is(err, ErrVersionMismatch):
+		return CodeVersionMismatch
 	case errors.Is(err, ErrTooLarge):
 		return CodeTooLarge
 	case errors.Is(err, ErrUnsupported):

@@ -82,6 +82,9 @@ var (
 	// ErrUnknownType wraps ErrUnsupported for control types the receiver
 	// does not know; the message is skipped, the session continues.
 	ErrUnknownType = fmt.Errorf("%w control type", ErrUnsupported)
+	// ErrVersionMismatch wraps ErrUnsupported for a hello whose "protocol"
+	// is not Version; the receiver answers version_mismatch and closes.
+	ErrVersionMismatch = fmt.Errorf("%w protocol version", ErrUnsupported)
 )
 
 // Size limits per message class (bytes, whole WebSocket message).
@@ -92,7 +95,11 @@ const (
 	MaxControl    = 64 << 10                 // JSON control message
 	MaxTTSJSON    = 4*(24000*2*2+2)/3 + 1024 // base64 of MaxTTSFrame payload + envelope
 	MaxUplink     = MaxVideoFrame            // read limit the gateway applies
-	MaxDownlink   = MaxTTSJSON               // read limit the robot applies
+	MaxDownlink   = MaxTTSJSON               // largest valid gateway → robot message
+	// MaxDownlinkHard is the robot's WebSocket read limit. A message between
+	// MaxDownlink and this is rejected with an error and the session goes
+	// on; a larger one makes the robot close the connection (1009).
+	MaxDownlinkHard = 1 << 20
 )
 
 // Header is the fixed 24-byte header of every binary WebSocket message.
@@ -196,4 +203,17 @@ func ParseHeader(msg []byte) (Header, []byte, error) {
 		return h, nil, fmt.Errorf("%w: %s payload of %d bytes is not whole PCM16 samples", ErrMalformed, h.Kind, h.Length)
 	}
 	return h, msg[HeaderSize:], nil
+}
+
+// FrameErrorCode maps a ParseHeader error to the protocol error code to send
+// back (ErrorCode is its counterpart for control messages).
+func FrameErrorCode(err error) string {
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		return CodeTooLarge
+	case errors.Is(err, ErrUnsupported):
+		return CodeUnsupported
+	default:
+		return CodeBadFrame
+	}
 }

@@ -1,0 +1,57 @@
+# robot-agent — see README.md.
+# The two set-up commands: `make run` (simulated robot + embedded gateway)
+# and `make test` (the whole test suite, installing what it needs).
+
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+BIN       := bin/robot-agent
+RUN_FOR   ?= 20s
+# Build tags for the full (cgo) binary; detected from installed libraries.
+TAGS      ?= $(shell scripts/detect-tags.sh)
+
+.PHONY: all run build build-sim test test-go bench lint fmt vet fuzz clean hil deps
+
+all: lint test build
+
+## run: simulated mic and speaker against the embedded gateway, then a summary.
+run:
+	@scripts/need-go.sh
+	$(GO) run ./cmd/robot-agent run --sim --duration $(RUN_FOR)
+
+## build: the agent for this machine (real devices where their libraries exist).
+build:
+	@scripts/need-go.sh
+	$(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/robot-agent
+	@echo "built $(BIN) (tags: $(or $(TAGS),none))"
+
+## build-sim: pure-Go binary (simulated devices only), CGO_ENABLED=0.
+build-sim:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/robot-agent-sim ./cmd/robot-agent
+
+## test: everything CI runs (installs packages and starts a private PulseAudio).
+test:
+	@scripts/test.sh
+
+## test-go: only the Go test suite with -race, no system set-up.
+test-go:
+	$(GO) test -race -count=1 ./...
+
+## bench: benchmarks; results go in docs/benchmarks.md.
+bench:
+	@scripts/bench.sh
+
+## fuzz: run every fuzz target for FUZZTIME each (default 20s).
+FUZZTIME ?= 20s
+fuzz:
+	@scripts/fuzz.sh $(FUZZTIME)
+
+lint: fmt vet
+fmt:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+vet:
+	$(GO) vet ./...
+	CGO_ENABLED=0 $(GO) vet ./...
+
+clean:
+	rm -rf bin out dist

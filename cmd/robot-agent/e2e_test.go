@@ -1,0 +1,281 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/gateway"
+	"github.com/robot-agent/robot-agent/hw/sim"
+	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/protocol"
+	"github.com/robot-agent/robot-agent/uplink"
+)
+
+// interruptTimer records when the read pump handed an interrupt to the
+// jitter buffer.
+type interruptTimer struct {
+	uplink.TTSSink
+	clk clock.Clock
+	at  atomic.Int64 // Mono ns of the last Interrupt, 0 if none
+}
+
+func (t *interruptTimer) Interrupt(id uint32) uint32 {
+	r := t.TTSSink.Interrupt(id)
+	t.at.Store(int64(t.clk.Mono()))
+	return r
+}
+
+func (t *interruptTimer) ResetSession() {
+	if r, ok := t.TTSSink.(interface{ ResetSession() }); ok {
+		r.ResetSession()
+	}
+}
+
+type e2e struct {
+	a       *agent
+	mic     *sim.Mic
+	spk     *sim.Speaker
+	clk     clock.Clock
+	reg     *metrics.Registry
+	itimer  *interruptTimer
+	cancel  context.CancelFunc
+	done    chan error
+	stopped sync.Once
+}
+
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func startE2E(t *testing.T, script *sim.SpeechScript, gw gateway.Config, mod func(*config.Config)) *e2e {
+	t.Helper()
+	clk := clock.NewReal()
+	mic, err := sim.NewMic(sim.MicConfig{Script: script, Seed: 7, Record: true}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spk, err := sim.NewSpeaker(sim.SpeakerConfig{Keep: true, PeriodFrames: 240}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Device.ID = "e2e-robot"
+	if mod != nil {
+		mod(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	e := &e2e{mic: mic, spk: spk, clk: clk, reg: metrics.NewRegistry(), done: make(chan error, 1)}
+	opts := agentOptions{sim: true, mic: mic, speaker: spk, gwConfig: &gw,
+		wrapTTS: func(s uplink.TTSSink) uplink.TTSSink {
+			e.itimer = &interruptTimer{TTSSink: s, clk: clk}
+			return e.itimer
+		}}
+	e.a, err = newAgent(cfg, opts, clk, e.reg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.a.gw.KeepPayloads(true)
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	go func() { e.done <- e.a.run(ctx) }()
+	t.Cleanup(func() { e.stop(t) })
+	return e
+}
+
+func (e *e2e) stop(t *testing.T) {
+	e.stopped.Do(func() {
+		e.cancel()
+		select {
+		case err := <-e.done:
+			if err != nil {
+				t.Errorf("agent run: %v", err)
+			}
+		case <-time.After(8 * time.Second):
+			t.Fatal("agent did not shut down within 8 s")
+		}
+	})
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestEndToEndVoiceLoop: simulated mic → agent → embedded gateway over a real
+// WebSocket on loopback → TTS → jitter buffer → simulated speaker. The
+// samples played must equal what the gateway sent, apart from prebuffer
+// silence before and the fade after.
+func TestEndToEndVoiceLoop(t *testing.T) {
+	script := &sim.SpeechScript{Utterances: []sim.Utterance{{Silence: 500 * time.Millisecond}, {Speech: 700 * time.Millisecond, Silence: 3 * time.Second}}}
+	e := startE2E(t, script, gateway.Config{Token: "sim-token", Speed: 8}, nil)
+	waitUntil(t, 10*time.Second, "one response played to the end", func() bool {
+		d, _ := e.a.progress.counts()
+		return d >= 1
+	})
+	e.stop(t)
+
+	// Reconstruct the utterance the gateway received and what it sent back.
+	var utt []int16
+	var flags []protocol.Flag
+	for _, ev := range e.a.gw.Events() {
+		if ev.Header == nil || ev.Header.Kind != protocol.KindMicAudio {
+			continue
+		}
+		flags = append(flags, ev.Header.Flag)
+		for i := 0; i+1 < len(ev.Payload); i += 2 {
+			utt = append(utt, int16(uint16(ev.Payload[i])|uint16(ev.Payload[i+1])<<8))
+		}
+	}
+	if len(flags) < 3 || flags[0] != protocol.FlagStart || flags[len(flags)-1] != protocol.FlagEnd {
+		t.Fatalf("utterance flags %v: want start, continue..., end", flags)
+	}
+	for _, f := range flags[1 : len(flags)-1] {
+		if f != protocol.FlagContinue {
+			t.Fatalf("utterance flags %v: want only continue between start and end", flags)
+		}
+	}
+	if ms := len(utt) * 1000 / 16000; ms < 700 || ms > 700+300+600+200 {
+		t.Fatalf("gateway received %d ms of utterance; want speech 700 ms plus pre-roll and hangover", ms)
+	}
+	want := gateway.Upsample16to24(utt)
+	played := e.spk.Samples()
+	start := indexOf(played, want[:64])
+	if start < 0 {
+		t.Fatalf("the TTS the gateway sent does not appear in the %d samples the speaker played", len(played))
+	}
+	for i := 0; i < start; i++ {
+		if played[i] != 0 {
+			t.Fatalf("sample %d before the response is %d, want prebuffer silence", i, played[i])
+		}
+	}
+	if len(played) < start+len(want) {
+		t.Fatalf("speaker played %d samples of the response, want %d", len(played)-start, len(want))
+	}
+	for i, w := range want {
+		if played[start+i] != w {
+			t.Fatalf("played sample %d of the response = %d, want %d (what the gateway sent)", i, played[start+i], w)
+		}
+	}
+	if n := e.reg.Value("robot_agent_playback_underruns_total"); n != 0 {
+		t.Errorf("underruns = %d with TTS streamed 8x faster than real time", n)
+	}
+	// The gateway's final playback_progress for the response says it was
+	// played to the end, with every sample counted.
+	var final *protocol.PlaybackProgress
+	for _, ev := range e.a.gw.Events() {
+		if p, ok := ev.Msg.(*protocol.PlaybackProgress); ok && p.Done {
+			final = p
+		}
+	}
+	if final == nil || final.SamplesPlayed != int64(len(want)) {
+		t.Fatalf("final playback_progress = %+v, want done with %d samples", final, len(want))
+	}
+}
+
+func indexOf(hay, needle []int16) int {
+outer:
+	for i := 0; i+len(needle) <= len(hay); i++ {
+		for j, v := range needle {
+			if hay[i+j] != v {
+				continue outer
+			}
+		}
+		return i
+	}
+	return -1
+}
+
+// TestEndToEndInterruptSilencesWithinOnePeriod: the gateway streams a long
+// reply and interrupts it; from one device period after the robot received
+// the interrupt, the speaker plays only silence, and late frames of the
+// interrupted response are dropped.
+func TestEndToEndInterruptSilencesWithinOnePeriod(t *testing.T) {
+	e := startE2E(t, &sim.SpeechScript{}, gateway.Config{Token: "sim-token", Speed: 1, NoEcho: true}, nil)
+	waitUntil(t, 5*time.Second, "session", func() bool { return e.a.client.Up() })
+	sess := e.a.gw.Sessions()[0]
+	tone := make([]int16, 24000*3)
+	for i := range tone {
+		tone[i] = int16(8000 * sinApprox(i))
+	}
+	go sess.StreamTTS(context.Background(), tone)
+	waitUntil(t, 5*time.Second, "reply playing", func() bool { return e.reg.Value("robot_agent_playback_played_samples_total") > 12000 })
+	sess.Interrupt()
+	waitUntil(t, 2*time.Second, "interrupt received", func() bool { return e.itimer.at.Load() != 0 })
+	recv := time.Duration(e.itimer.at.Load())
+	time.Sleep(300 * time.Millisecond)
+	e.stop(t)
+
+	period := 10 * time.Millisecond
+	samples := e.spk.Samples()
+	off := 0
+	lastLoud := time.Duration(-1)
+	for _, b := range e.spk.Blocks() {
+		for i := 0; i < b.Frames && off+i < len(samples); i++ {
+			if samples[off+i] != 0 {
+				lastLoud = b.At + time.Duration(i)*time.Second/24000
+			}
+		}
+		off += b.Frames
+	}
+	if lastLoud < 0 {
+		t.Fatal("nothing was played")
+	}
+	// The block being written when the interrupt arrived may finish, plus
+	// the next period at most; then silence.
+	if lastLoud > recv+2*period {
+		t.Fatalf("audio still played %v after the interrupt was received; want silence within one period (%v) of the block in flight", lastLoud-recv, period)
+	}
+	if e.reg.Value("robot_agent_playback_flushes_total") < 1 {
+		t.Fatal("no flush counted")
+	}
+	var interrupted bool
+	for _, ev := range e.a.gw.Events() {
+		if p, ok := ev.Msg.(*protocol.PlaybackProgress); ok && p.Interrupted {
+			interrupted = true
+			if p.SamplesPlayed <= 12000 || p.SamplesPlayed >= int64(len(tone)) {
+				t.Fatalf("interrupted progress reports %d samples played", p.SamplesPlayed)
+			}
+		}
+	}
+	if !interrupted {
+		t.Fatal("gateway got no playback_progress with interrupted=true")
+	}
+}
+
+// sinApprox is a 300 Hz-ish triangle wave, cheap and never exactly zero for
+// long.
+func sinApprox(i int) float64 {
+	p := float64(i%80) / 80
+	if p < 0.5 {
+		return 4*p - 1
+	}
+	return 3 - 4*p
+}
+
+// TestEndToEndBargeIn: the user speaks again while the reply plays; the
+// embedded gateway interrupts its reply and the robot reports it.
+func TestEndToEndBargeIn(t *testing.T) {
+	script := &sim.SpeechScript{Utterances: []sim.Utterance{
+		{Silence: 500 * time.Millisecond},
+		{Speech: 1500 * time.Millisecond, Silence: 800 * time.Millisecond},
+		{Speech: 600 * time.Millisecond, Silence: 3 * time.Second},
+	}}
+	e := startE2E(t, script, gateway.Config{Token: "sim-token", Speed: 4}, nil)
+	waitUntil(t, 12*time.Second, "an interrupted response", func() bool {
+		_, i := e.a.progress.counts()
+		return i >= 1
+	})
+}

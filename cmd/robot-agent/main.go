@@ -1,0 +1,63 @@
+// Command robot-agent runs on a robot's board and connects its microphone,
+// speaker, camera and state sensors to a cloud agent gateway.
+//
+//	robot-agent run      [flags]   run the agent (--sim: simulated devices)
+//	robot-agent gateway  [flags]   run the embedded development gateway
+//	robot-agent devices            list audio devices and cameras
+//	robot-agent doctor   [flags]   check this machine and the config
+//	robot-agent version            print version and build information
+//
+// All wiring of real and simulated devices happens in this package.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(runMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `robot-agent connects a robot's microphone, speaker, camera and sensors to an
+agent gateway over one WebSocket (protocol v1, docs/protocol.md).
+
+Usage:
+  robot-agent run [flags]        run the agent (see 'robot-agent run -h')
+  robot-agent gateway [flags]    run the embedded development gateway
+  robot-agent devices            list audio devices and cameras with their modes
+  robot-agent doctor [flags]     check devices, permissions, gateway and config
+  robot-agent version            print version and build information
+
+Quick start (simulated mic and speaker against an embedded gateway):
+  robot-agent run --sim --duration 20s
+`
+
+func runMain(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return cmdRun(args[1:], stdout, stderr)
+	case "gateway":
+		return cmdGateway(args[1:], stdout, stderr)
+	case "devices":
+		return cmdDevices(args[1:], stdout, stderr)
+	case "doctor":
+		return cmdDoctor(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, versionString())
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "robot-agent: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}

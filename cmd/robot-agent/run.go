@@ -1,0 +1,438 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/gateway"
+	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/hw/sim"
+	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/playback"
+	"github.com/robot-agent/robot-agent/protocol"
+	"github.com/robot-agent/robot-agent/uplink"
+)
+
+const runUsage = `Usage: robot-agent run [flags]
+
+Runs the agent: captures the microphone into 20 ms frames (with utterance
+start/continue/end flags), streams them to the gateway, plays the gateway's
+TTS through the jitter buffer, and relays control events both ways.
+
+Configuration comes from defaults, then the YAML file (--config), then
+ROBOT_AGENT_* environment variables, then these flags. The gateway token is
+read from gateway.token_file or $CREDENTIALS_DIRECTORY/gateway-token, never
+from the command line.
+
+With --sim the mic and speaker are simulated (a generated speech-like script
+or --mic-wav, and a speaker writing --speaker-wav); with --sim and no gateway
+URL an embedded gateway is started in-process, which echoes every utterance
+back as TTS and interrupts its reply when the robot speaks over it.
+
+Flags:
+`
+
+// runFlags are the command-line overrides of run.
+type runFlags struct {
+	configPath string
+	sim        bool
+	duration   time.Duration
+	gatewayURL string
+	deviceID   string
+	mode       string
+	micWAV     string
+	speakerWAV string
+	ttsMode    string
+	logLevel   string
+	logFormat  string
+	metrics    string
+	quiet      bool
+}
+
+func parseRunFlags(args []string, stderr io.Writer) (*runFlags, *flag.FlagSet, error) {
+	f := &runFlags{}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, runUsage); fs.PrintDefaults() }
+	fs.StringVar(&f.configPath, "config", "", "YAML configuration file (default: none; packaged installs use /etc/robot-agent/config.yaml)")
+	fs.BoolVar(&f.sim, "sim", false, "use simulated mic and speaker (and an embedded gateway when no gateway URL is set)")
+	fs.DurationVar(&f.duration, "duration", 0, "stop after this long and print a summary (0: run until SIGINT/SIGTERM)")
+	fs.StringVar(&f.gatewayURL, "gateway-url", "", "gateway endpoint, wss://host/v1/robot (gateway.url)")
+	fs.StringVar(&f.deviceID, "device-id", "", "robot device id (device.id; default: hostname)")
+	fs.StringVar(&f.mode, "mode", "", "utterance mode: vad (local VAD) or continuous (gateway VAD) (audio.mode)")
+	fs.StringVar(&f.micWAV, "mic-wav", "", "sim: play this WAV file as the microphone (sim.mic_wav)")
+	fs.StringVar(&f.speakerWAV, "speaker-wav", "", "sim: write what the speaker plays to this WAV file (sim.speaker_wav)")
+	fs.StringVar(&f.ttsMode, "tts-mode", "", "embedded gateway: send TTS as binary frames or base64 JSON (gateway.tts_mode)")
+	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (log.level)")
+	fs.StringVar(&f.logFormat, "log-format", "", "text or json (log.format)")
+	fs.StringVar(&f.metrics, "metrics-listen", "", "serve Prometheus metrics on host:port, e.g. 127.0.0.1:9464 (metrics.listen)")
+	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary at exit")
+	if err := fs.Parse(args); err != nil {
+		return nil, nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, fmt.Errorf("run: unexpected argument %q", fs.Arg(0))
+	}
+	return f, fs, nil
+}
+
+// loadRunConfig merges defaults, file, environment and flags, validates the
+// result and loads the token.
+func loadRunConfig(f *runFlags, fs *flag.FlagSet, getenv func(string) string) (config.Config, error) {
+	cfg, err := config.Load(f.configPath, extraSections...)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.ApplyEnv(getenv)
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "gateway-url":
+			cfg.Gateway.URL = f.gatewayURL
+		case "device-id":
+			cfg.Device.ID = f.deviceID
+		case "mode":
+			cfg.Audio.Mode = f.mode
+		case "mic-wav":
+			cfg.Sim.MicWAV = f.micWAV
+		case "speaker-wav":
+			cfg.Sim.SpeakerWAV = f.speakerWAV
+		case "tts-mode":
+			cfg.Gateway.TTSMode = f.ttsMode
+		case "log-level":
+			cfg.Log.Level = f.logLevel
+		case "log-format":
+			cfg.Log.Format = f.logFormat
+		case "metrics-listen":
+			cfg.Metrics.Listen = f.metrics
+		}
+	})
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	if cfg.Gateway.URL == "" && !f.sim {
+		return cfg, fmt.Errorf("%w: gateway.url is empty; set it (or ROBOT_AGENT_GATEWAY_URL / --gateway-url), or use --sim for the embedded gateway", config.ErrInvalid)
+	}
+	if err := cfg.LoadToken(getenv, cfg.Gateway.URL != ""); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) int {
+	f, fs, err := parseRunFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "robot-agent:", err)
+		return 2
+	}
+	cfg, err := loadRunConfig(f, fs, os.Getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "robot-agent:", strings.ReplaceAll(err.Error(), "\n", "\n  "))
+		return 2
+	}
+	log := newLogger(cfg.Log, stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if f.duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, f.duration)
+		defer cancel()
+	}
+	a, err := newAgent(cfg, agentOptions{sim: f.sim}, clock.NewReal(), metrics.NewRegistry(), log)
+	if err != nil {
+		log.Error("robot-agent: start failed", "err", err)
+		return 1
+	}
+	err = a.run(ctx)
+	if !f.quiet {
+		a.writeSummary(stdout)
+	}
+	if err != nil {
+		log.Error("robot-agent: stopped with error", "err", err)
+		return 1
+	}
+	return 0
+}
+
+type agentOptions struct {
+	sim bool
+	// Tests inject devices and an embedded gateway's options here.
+	mic      hw.AudioSource
+	speaker  hw.AudioSink
+	gwConfig *gateway.Config
+	// wrapTTS lets tests observe what the read pump hands the player.
+	wrapTTS func(uplink.TTSSink) uplink.TTSSink
+}
+
+// agent is every running part of robot-agent, wired together.
+type agent struct {
+	cfg  config.Config
+	opts agentOptions
+	clk  clock.Clock
+	reg  *metrics.Registry
+	log  *slog.Logger
+
+	gw       *gateway.Server
+	gwSrv    *http.Server
+	gwURL    string
+	mic      hw.AudioSource
+	speaker  hw.AudioSink
+	player   *playback.Player
+	pump     *capture.Pump
+	client   *uplink.Client
+	control  *controlHandler
+	progress *progressReporter
+	closers  []func() error
+	started  time.Time
+	stopped  time.Time
+}
+
+func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (a *agent, err error) {
+	a = &agent{cfg: cfg, opts: opts, clk: clk, reg: reg, log: log}
+	defer func() {
+		if err != nil {
+			a.close()
+		}
+	}()
+	if cfg.Gateway.URL == "" {
+		if err := a.startEmbeddedGateway(); err != nil {
+			return nil, err
+		}
+	}
+	if err := a.openAudio(); err != nil {
+		return nil, err
+	}
+	a.player, err = playback.New(playback.Config{
+		PrebufferMS:  cfg.Playback.PrebufferMS,
+		FadeMS:       cfg.Playback.FadeMS,
+		Slots:        pow2(cfg.Playback.BufferMS * 24000 / 1000 / playback.DefaultSlotSamples),
+		PeriodFrames: cfg.Playback.PeriodMS * 24,
+	}, clk, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	a.control = newControlHandler(log, reg)
+	bootID := newBootID()
+	ucfg := uplink.Config{
+		URL: cfg.Gateway.URL, Token: cfg.Gateway.Token, DeviceID: cfg.Device.ID,
+		MicQueue:    cfg.Audio.MicQueueMS / cfg.Audio.FrameMS,
+		MicFrameMax: 16 * cfg.Audio.FrameMS,
+		Hello: protocol.RobotHello{
+			Model: cfg.Device.Model, AgentVersion: version, FirmwareVersion: cfg.Device.FirmwareVersion,
+			BootID:       bootID,
+			Capabilities: capabilities(),
+			AudioUp:      protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: cfg.Audio.FrameMS},
+			AudioDown:    []protocol.AudioParams{{Format: "pcm16le", SampleRate: 24000, Channels: 1}},
+		},
+	}
+	if a.gw != nil {
+		ucfg.URL, ucfg.Token = a.gwURL, "sim-token"
+	}
+	var tts uplink.TTSSink = a.player
+	if opts.wrapTTS != nil {
+		tts = opts.wrapTTS(tts)
+	}
+	a.client, err = uplink.New(ucfg, clk, reg, log, tts, a.control)
+	if err != nil {
+		return nil, err
+	}
+	a.control.emit = a.client.Emit
+	a.pump, err = capture.NewPump(cfg.Audio.Config, a.mic, a.client, clk, reg, log)
+	if err != nil {
+		return nil, err
+	}
+	a.progress = newProgressReporter(a.player, a.client, log)
+	return a, nil
+}
+
+func pow2(n int) int {
+	p := 1
+	for p < n {
+		p <<= 1
+	}
+	return p
+}
+
+func newBootID() string {
+	var b [6]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// capabilities lists what this build can do, for the hello message.
+func capabilities() []string {
+	return []string{"mic_audio", "tts_audio", "tts_base64", "playback_progress", "state", "function_call", "skill"}
+}
+
+func (a *agent) startEmbeddedGateway() error {
+	gcfg := gateway.Config{Token: "sim-token", TTSMode: a.cfg.Gateway.TTSMode, Speed: a.cfg.Gateway.Speed}
+	if a.opts.gwConfig != nil {
+		gcfg = *a.opts.gwConfig
+	}
+	gw, err := gateway.New(gcfg, a.clk, metrics.NewRegistry(), a.log.With("component", "embedded-gateway"), gateway.Hooks{})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("embedded gateway: %w", err)
+	}
+	a.gw = gw
+	a.gwSrv = &http.Server{Handler: gw, ReadHeaderTimeout: 5 * time.Second}
+	a.gwURL = "ws://" + ln.Addr().String() + gateway.Path
+	go a.gwSrv.Serve(ln)
+	a.closers = append(a.closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		return a.gwSrv.Shutdown(ctx)
+	})
+	a.log.Info("embedded gateway listening", "url", a.gwURL)
+	return nil
+}
+
+// openAudio picks the mic and speaker: injected (tests), simulated (--sim),
+// or real devices (builds with PortAudio).
+func (a *agent) openAudio() error {
+	if a.opts.mic != nil && a.opts.speaker != nil {
+		a.mic, a.speaker = a.opts.mic, a.opts.speaker
+		return nil
+	}
+	if !a.opts.sim {
+		mic, spk, err := openRealAudio(a.cfg, a.log)
+		if err != nil {
+			return err
+		}
+		a.mic, a.speaker = mic, spk
+		a.closers = append(a.closers, mic.Close, spk.Close)
+		return nil
+	}
+	mcfg := sim.MicConfig{Seed: 1}
+	if a.cfg.Sim.MicWAV != "" {
+		mcfg.WAVPath = a.cfg.Sim.MicWAV
+	} else {
+		mcfg.Script = demoScript(a.cfg.Sim)
+		mcfg.Loop = true
+	}
+	mic, err := sim.NewMic(mcfg, a.clk)
+	if err != nil {
+		return err
+	}
+	if dir := filepath.Dir(a.cfg.Sim.SpeakerWAV); a.cfg.Sim.SpeakerWAV != "" && dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("sim.speaker_wav %q: %w", a.cfg.Sim.SpeakerWAV, err)
+		}
+	}
+	spk, err := sim.NewSpeaker(sim.SpeakerConfig{WAVPath: a.cfg.Sim.SpeakerWAV, PeriodFrames: a.cfg.Playback.PeriodMS * 24}, a.clk)
+	if err != nil {
+		mic.Close()
+		return err
+	}
+	a.mic, a.speaker = mic, spk
+	a.closers = append(a.closers, mic.Close, spk.Close)
+	return nil
+}
+
+// demoScript alternates a normal turn with one where the robot's user talks
+// over the reply, so a run shows both a full answer and a barge-in.
+func demoScript(s config.Sim) *sim.SpeechScript {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	return &sim.SpeechScript{Utterances: []sim.Utterance{
+		{Speech: 0, Silence: ms(800)}, // room noise first: the VAD learns the floor
+		{Speech: ms(s.SpeechMS), Silence: ms(s.SilenceMS)},
+		{Speech: ms(s.SpeechMS), Silence: ms(900)},
+		{Speech: ms(s.SpeechMS * 2 / 3), Silence: ms(s.SilenceMS)},
+	}}
+}
+
+// run starts every loop and blocks until ctx is done, then shuts down in
+// order: capture (sends the end flag), uplink (drains, close frame),
+// playback, devices, embedded gateway.
+func (a *agent) run(ctx context.Context) error {
+	a.started = time.Now()
+	defer func() { a.stopped = time.Now() }()
+	upCtx, upCancel := context.WithCancel(context.Background())
+	playCtx, playCancel := context.WithCancel(context.Background())
+	defer upCancel()
+	defer playCancel()
+	errs := make(chan error, 4)
+	upDone := make(chan struct{})
+	go func() { defer close(upDone); errs <- a.client.Run(upCtx) }()
+	var play sync.WaitGroup
+	play.Add(2)
+	go func() {
+		defer play.Done()
+		if err := a.player.Run(playCtx, a.speaker); err != nil && !errors.Is(err, context.Canceled) {
+			errs <- fmt.Errorf("playback: %w", err)
+		}
+	}()
+	go func() { defer play.Done(); a.progress.run(playCtx) }()
+
+	capErr := a.pump.Run(ctx)
+	if capErr != nil && !errors.Is(capErr, context.Canceled) && ctx.Err() == nil {
+		a.log.Error("capture stopped", "err", capErr)
+		errs <- capErr
+	}
+	a.log.Info("shutting down: capture stopped, draining uplink")
+	upCancel()
+	select {
+	case <-upDone:
+	case <-time.After(4 * time.Second):
+		a.log.Warn("shutdown: uplink did not stop within 4 s")
+	}
+	playCancel()
+	stopped := make(chan struct{})
+	go func() { play.Wait(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(time.Second):
+		a.log.Warn("shutdown: playback did not stop within 1 s")
+	}
+	a.close()
+	close(errs)
+	var first error
+	for err := range errs {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (a *agent) close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		if err := a.closers[i](); err != nil {
+			a.log.Warn("close", "err", err)
+		}
+	}
+	a.closers = nil
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"time"
+)
+
+// writeSummary prints what the run did, for people.
+func (a *agent) writeSummary(w io.Writer) {
+	v := a.reg.Value
+	el := a.stopped.Sub(a.started).Round(100 * time.Millisecond)
+	done, interrupted := a.progress.counts()
+	fmt.Fprintf(w, "\nrobot-agent summary (%v)\n", el)
+	fmt.Fprintf(w, "  uplink:    %d session(s), %d reconnect(s), link up at exit: %v\n",
+		v("robot_agent_uplink_connects_total"), max(0, v("robot_agent_uplink_connects_total")-1), a.client.Up())
+	fmt.Fprintf(w, "  mic:       %d utterances, %d frames sent, %d dropped\n",
+		v("robot_agent_capture_utterances_total"), v("robot_agent_uplink_mic_frames_sent_total"),
+		v("robot_agent_uplink_mic_frames_dropped_total")+v("robot_agent_capture_dropped_frames_total"))
+	fmt.Fprintf(w, "  tts:       %.1f s received, %d responses played to the end, %d interrupted (barge-in)\n",
+		float64(v("robot_agent_uplink_tts_bytes_total"))/2/24000, done, interrupted)
+	fmt.Fprintf(w, "  speaker:   %.1f s played, %d underruns, %d samples concealed, %d stale frames dropped\n",
+		float64(v("robot_agent_playback_played_samples_total"))/24000, v("robot_agent_playback_underruns_total"),
+		v("robot_agent_playback_concealed_samples_total"), v("robot_agent_playback_stale_frames_dropped_total"))
+	fmt.Fprintf(w, "  control:   %d acked, %d unacked at exit, %d bad gateway messages\n",
+		v("robot_agent_control_acked_total"), a.client.Outbox().Len(),
+		v("robot_agent_uplink_bad_messages_total")+v("robot_agent_uplink_bad_frames_total")+v("robot_agent_uplink_unknown_types_total"))
+	if a.gw != nil {
+		if p50, p99, n := percentiles(a.gw.MicLatencies()); n > 0 {
+			fmt.Fprintf(w, "  latency:   mic frame end → gateway p50 %v p99 %v (%d frames; VAD pre-roll frames are sent late by design)\n", p50, p99, n)
+		}
+	}
+	if p50, p99, n := a.player.Latencies(); n > 0 {
+		fmt.Fprintf(w, "  latency:   TTS chunk receipt → handed to device p50 %v p99 %v (%d chunks)\n", p50.Round(time.Microsecond*100), p99.Round(time.Microsecond*100), n)
+	}
+	if a.opts.sim && a.cfg.Sim.SpeakerWAV != "" {
+		fmt.Fprintf(w, "  played audio: %s\n", a.cfg.Sim.SpeakerWAV)
+	}
+	if a.cfg.Metrics.Listen != "" {
+		fmt.Fprintf(w, "  metrics:   http://%s/metrics\n", a.cfg.Metrics.Listen)
+	}
+}
+
+func percentiles(d []time.Duration) (p50, p99 time.Duration, n int) {
+	if len(d) == 0 {
+		return 0, 0, 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
+	return at(0.50).Round(10 * time.Microsecond), at(0.99).Round(10 * time.Microsecond), len(s)
+}

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"strings"
+)
+
+// buildTags lists the optional features compiled in; files behind build
+// tags append to it from their init-free var blocks.
+var buildTags []string
+
+func versionString() string {
+	cgo := "false"
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "CGO_ENABLED" {
+				cgo = map[string]string{"1": "true", "0": "false"}[s.Value]
+			}
+		}
+	}
+	tags := strings.Join(buildTags, ",")
+	if tags == "" {
+		tags = "none"
+	}
+	return fmt.Sprintf("robot-agent %s (%s/%s, %s, cgo=%s, tags=%s)", version, runtime.GOOS, runtime.GOARCH, runtime.Version(), cgo, tags)
+}

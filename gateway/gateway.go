@@ -1,0 +1,682 @@
+// Package gateway is an embedded implementation of the gateway side of
+// protocol v1, for development, demos (`make run`) and tests. It answers each
+// finished utterance with TTS (the utterance echoed back at 24 kHz) streamed
+// faster than real time, interrupts its own reply when the robot starts a new
+// utterance during playback (barge-in), acks control messages and logs every
+// event it receives.
+//
+// It is not the production gateway; it is a faithful peer for the robot so
+// that every robot-side behaviour can be exercised over a real WebSocket.
+//
+// # Concurrency
+//
+// Each session has one read goroutine and one write goroutine; everything
+// sent to the robot goes through the session's write queue. Server and
+// Session methods are safe for concurrent use.
+package gateway
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/protocol"
+)
+
+// Path is the endpoint robots connect to.
+const Path = "/v1/robot"
+
+// TTS encodings the gateway can use downlink.
+const (
+	TTSBinary = "binary"
+	TTSBase64 = "base64"
+)
+
+// Config configures the embedded gateway.
+type Config struct {
+	// Token the robot must present as a bearer token. Empty accepts any
+	// non-empty token (development only).
+	Token string
+	// TTSMode is binary (default) or base64 (JSON tts messages).
+	TTSMode string
+	// Speed is how much faster than real time TTS is streamed (default 4).
+	Speed float64
+	// ChunkMS is the TTS chunk length (default 100 ms).
+	ChunkMS int
+	// Keepalive sent to robots (default 5 s / 15 s).
+	Keepalive protocol.Keepalive
+	// NoEcho disables answering utterances with TTS.
+	NoEcho bool
+	// NoBargeIn disables interrupting a reply when the robot speaks.
+	NoBargeIn bool
+	// ReplyPrefixMS of a 440 Hz-free lead-in silence is not added: the echo
+	// is the utterance itself, resampled 16 → 24 kHz.
+}
+
+func (c *Config) defaults() {
+	if c.TTSMode == "" {
+		c.TTSMode = TTSBinary
+	}
+	if c.Speed <= 0 {
+		c.Speed = 4
+	}
+	if c.ChunkMS <= 0 {
+		c.ChunkMS = 100
+	}
+	if c.Keepalive.IntervalMS <= 0 {
+		c.Keepalive.IntervalMS = 5000
+	}
+	if c.Keepalive.TimeoutMS <= 0 {
+		c.Keepalive.TimeoutMS = 15000
+	}
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	if c.TTSMode != "" && c.TTSMode != TTSBinary && c.TTSMode != TTSBase64 {
+		return fmt.Errorf("gateway: tts_mode %q is not binary or base64", c.TTSMode)
+	}
+	if c.Speed < 0 || c.Speed > 100 {
+		return fmt.Errorf("gateway: speed %v is outside 0..100", c.Speed)
+	}
+	return nil
+}
+
+// Event is one thing the gateway received from a robot.
+type Event struct {
+	Session string
+	At      time.Duration // gateway clock (Mono) at receipt
+	// Exactly one of Header (binary) or Msg (control) is set.
+	Header  *protocol.Header
+	Payload []byte
+	Msg     protocol.Message
+}
+
+// Hooks let tests and tools observe media as it arrives. They run on the
+// session's read goroutine and must not block.
+type Hooks struct {
+	OnMic   func(s *Session, h protocol.Header, pcm []byte)
+	OnVideo func(s *Session, h protocol.Header, payload []byte)
+	OnMsg   func(s *Session, m protocol.Message)
+}
+
+// Server is the embedded gateway. It implements http.Handler.
+type Server struct {
+	cfg   Config
+	clk   clock.Clock
+	log   *slog.Logger
+	hooks Hooks
+
+	upgrader websocket.Upgrader
+
+	mu       sync.Mutex
+	sessions map[string]*Session
+	events   []Event
+	keepPCM  bool
+	micLat   []time.Duration
+	newSess  chan *Session
+	nextID   atomic.Uint64
+
+	m struct {
+		sessions, badFrames, badMessages, micFrames, videoFrames, controlMsgs *metrics.Counter
+		utterances, responses, interrupts, ttsChunks, authFailures          *metrics.Counter
+	}
+}
+
+// New returns a gateway. The clock is used for event timestamps and, when
+// the robot runs in the same process with the same clock, for latency.
+func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, hooks Hooks) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.defaults()
+	s := &Server{
+		cfg: cfg, clk: clk, log: log, hooks: hooks,
+		sessions: make(map[string]*Session),
+		newSess:  make(chan *Session, 16),
+		upgrader: websocket.Upgrader{
+			Subprotocols:    []string{protocol.Subprotocol},
+			ReadBufferSize:  16 << 10,
+			WriteBufferSize: 16 << 10,
+		},
+	}
+	s.m.sessions = reg.Counter("robot_agent_gateway_sessions_total", "Robot sessions accepted.")
+	s.m.authFailures = reg.Counter("robot_agent_gateway_auth_failures_total", "Connections refused for bad credentials.")
+	s.m.badFrames = reg.Counter("robot_agent_gateway_bad_frames_total", "Binary frames from robots rejected.")
+	s.m.badMessages = reg.Counter("robot_agent_gateway_bad_messages_total", "Control messages from robots rejected.")
+	s.m.micFrames = reg.Counter("robot_agent_gateway_mic_frames_total", "Mic frames received.")
+	s.m.videoFrames = reg.Counter("robot_agent_gateway_video_frames_total", "Video frames received.")
+	s.m.controlMsgs = reg.Counter("robot_agent_gateway_control_messages_total", "Control messages received.")
+	s.m.utterances = reg.Counter("robot_agent_gateway_utterances_total", "Utterances completed (end flag received).")
+	s.m.responses = reg.Counter("robot_agent_gateway_responses_total", "TTS responses started.")
+	s.m.interrupts = reg.Counter("robot_agent_gateway_interrupts_total", "Interrupts sent (barge-in).")
+	s.m.ttsChunks = reg.Counter("robot_agent_gateway_tts_chunks_total", "TTS chunks sent.")
+	return s, nil
+}
+
+// KeepPayloads makes Events retain media payloads (tests).
+func (s *Server) KeepPayloads(on bool) {
+	s.mu.Lock()
+	s.keepPCM = on
+	s.mu.Unlock()
+}
+
+// Events returns a copy of everything received so far.
+func (s *Server) Events() []Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Event(nil), s.events...)
+}
+
+// MicLatencies returns, for every mic frame received, the time from the end
+// of the frame's capture to its receipt. Meaningful only when robot and
+// gateway share one clock (same process).
+func (s *Server) MicLatencies() []time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Duration(nil), s.micLat...)
+}
+
+// NextSession waits for the next robot session to complete its handshake.
+func (s *Server) NextSession(ctx context.Context) (*Session, error) {
+	select {
+	case ss := <-s.newSess:
+		return ss, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Sessions returns the live sessions.
+func (s *Server) Sessions() []*Session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*Session, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		out = append(out, ss)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+func (s *Server) record(e Event) {
+	s.mu.Lock()
+	if !s.keepPCM {
+		e.Payload = nil
+	}
+	s.events = append(s.events, e)
+	s.mu.Unlock()
+}
+
+// ServeHTTP upgrades robot connections on Path.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != Path {
+		http.NotFound(w, r)
+		return
+	}
+	dev := r.Header.Get("X-Robot-Device-Id")
+	auth := r.Header.Get("Authorization")
+	tok, ok := strings.CutPrefix(auth, "Bearer ")
+	switch {
+	case !ok || tok == "":
+		s.m.authFailures.Inc()
+		http.Error(w, "gateway: missing bearer token in Authorization header", http.StatusUnauthorized)
+		return
+	case s.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.Token)) != 1:
+		s.m.authFailures.Inc()
+		http.Error(w, "gateway: bearer token refused", http.StatusForbidden)
+		return
+	case dev == "":
+		s.m.authFailures.Inc()
+		http.Error(w, "gateway: missing X-Robot-Device-Id header", http.StatusUnauthorized)
+		return
+	}
+	if !containsToken(websocket.Subprotocols(r), protocol.Subprotocol) {
+		http.Error(w, "gateway: subprotocol "+protocol.Subprotocol+" required", http.StatusBadRequest)
+		return
+	}
+	conn, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		s.log.Warn("gateway: upgrade failed", "err", err)
+		return
+	}
+	s.serve(r.Context(), conn, dev)
+}
+
+func containsToken(list []string, t string) bool {
+	for _, x := range list {
+		if x == t {
+			return true
+		}
+	}
+	return false
+}
+
+type outMsg struct {
+	mt   int
+	data []byte
+}
+
+// Session is one connected robot.
+type Session struct {
+	ID       string
+	DeviceID string
+	Hello    *protocol.RobotHello
+
+	srv  *Server
+	out  chan outMsg
+	done chan struct{}
+
+	mu        sync.Mutex
+	utt       map[uint32][]int16
+	nextResp  uint32
+	active    uint32             // response being streamed/played, 0 if none
+	cancelTTS context.CancelFunc // stops streaming the active response
+	seq       uint32
+	evSeq     uint64
+}
+
+func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
+	defer conn.Close()
+	conn.SetReadLimit(protocol.MaxControl)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	mt, data, err := conn.ReadMessage()
+	if err != nil {
+		s.log.Warn("gateway: no hello from robot", "device", dev, "err", err)
+		return
+	}
+	var hello *protocol.RobotHello
+	if mt == websocket.TextMessage {
+		m, derr := protocol.DecodeFromRobot(data)
+		err = derr
+		if h, ok := m.(*protocol.RobotHello); ok {
+			hello = h
+		} else if err == nil {
+			err = fmt.Errorf("first message is %q, want hello", m.Envelope().Type)
+		}
+	} else {
+		err = errors.New("first message is binary, want hello")
+	}
+	if err == nil && hello.DeviceID != dev {
+		err = fmt.Errorf("hello device_id %q differs from X-Robot-Device-Id %q", hello.DeviceID, dev)
+	}
+	if err != nil {
+		s.m.badMessages.Inc()
+		e, _ := protocol.Marshal(&protocol.Error{Code: protocol.CodeBadMessage, Msg: "gateway: " + err.Error()})
+		conn.WriteMessage(websocket.TextMessage, e)
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseProtocolError, "bad hello"), time.Now().Add(time.Second))
+		s.log.Warn("gateway: bad hello", "device", dev, "err", err)
+		return
+	}
+	ss := &Session{
+		ID:       fmt.Sprintf("gw-%d", s.nextID.Add(1)),
+		DeviceID: dev, Hello: hello, srv: s,
+		out:  make(chan outMsg, 4096),
+		done: make(chan struct{}),
+		utt:  make(map[uint32][]int16),
+	}
+	gh := &protocol.GatewayHello{
+		Protocol: protocol.Version, SessionID: ss.ID,
+		AudioUp:   protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: hello.AudioUp.FrameMS},
+		AudioDown: protocol.AudioParams{Format: "pcm16le", SampleRate: 24000, Channels: 1},
+		Keepalive: s.cfg.Keepalive,
+	}
+	gh.TS = s.clk.Mono().Microseconds()
+	hb, _ := protocol.Marshal(gh)
+	conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if err := conn.WriteMessage(websocket.TextMessage, hb); err != nil {
+		return
+	}
+	s.mu.Lock()
+	s.sessions[ss.ID] = ss
+	s.mu.Unlock()
+	s.m.sessions.Inc()
+	s.log.Info("gateway: robot online", "session", ss.ID, "device", dev, "model", hello.Model, "agent", hello.AgentVersion, "capabilities", hello.Capabilities)
+	select {
+	case s.newSess <- ss:
+	default:
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go ss.writeLoop(sctx, conn)
+	timeout := time.Duration(s.cfg.Keepalive.TimeoutMS) * time.Millisecond
+	conn.SetReadLimit(protocol.MaxUplink)
+	conn.SetPingHandler(func(appData string) error {
+		conn.SetReadDeadline(time.Now().Add(timeout))
+		ss.send(outMsg{websocket.PongMessage, []byte(appData)})
+		return nil
+	})
+	err = ss.readLoop(sctx, conn, timeout)
+	close(ss.done)
+	ss.stopActive()
+	s.mu.Lock()
+	delete(s.sessions, ss.ID)
+	s.mu.Unlock()
+	s.log.Info("gateway: robot offline", "session", ss.ID, "device", dev, "reason", err)
+}
+
+func (ss *Session) writeLoop(ctx context.Context, conn *websocket.Conn) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-ss.out:
+			conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			var err error
+			if m.mt == websocket.PongMessage || m.mt == websocket.CloseMessage {
+				err = conn.WriteControl(m.mt, m.data, time.Now().Add(5*time.Second))
+			} else {
+				err = conn.WriteMessage(m.mt, m.data)
+			}
+			if err != nil {
+				conn.Close()
+				return
+			}
+		}
+	}
+}
+
+func (ss *Session) send(m outMsg) bool {
+	select {
+	case ss.out <- m:
+		return true
+	case <-ss.done:
+		return false
+	}
+}
+
+// Send sends a control message to the robot, assigning an event_id for the
+// message types the robot must ack (skill, arbiter) if none is set.
+func (ss *Session) Send(m protocol.Message) error {
+	env := m.Envelope()
+	if env.TS == 0 {
+		env.TS = ss.srv.clk.Mono().Microseconds()
+	}
+	if env.EventID == "" {
+		switch m.(type) {
+		case *protocol.Skill, *protocol.Arbiter, *protocol.Interrupt, *protocol.KeyframeRequest:
+			ss.mu.Lock()
+			ss.evSeq++
+			env.EventID = fmt.Sprintf("%s-ev-%d", ss.ID, ss.evSeq)
+			ss.mu.Unlock()
+		}
+	}
+	data, err := protocol.Marshal(m)
+	if err != nil {
+		return err
+	}
+	return ss.SendRaw(websocket.TextMessage, data)
+}
+
+// SendRaw sends bytes as they are (tests use it to send malformed input).
+func (ss *Session) SendRaw(messageType int, data []byte) error {
+	if !ss.send(outMsg{messageType, data}) {
+		return errors.New("gateway: session closed")
+	}
+	return nil
+}
+
+// Close closes the session with a close frame.
+func (ss *Session) Close(reason string) {
+	ss.send(outMsg{websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, reason)})
+}
+
+// Done is closed when the session has ended.
+func (ss *Session) Done() <-chan struct{} { return ss.done }
+
+func (ss *Session) readLoop(ctx context.Context, conn *websocket.Conn, timeout time.Duration) error {
+	s := ss.srv
+	for {
+		conn.SetReadDeadline(time.Now().Add(timeout))
+		mt, data, err := conn.ReadMessage()
+		if err != nil {
+			return err
+		}
+		now := s.clk.Mono()
+		switch mt {
+		case websocket.BinaryMessage:
+			h, payload, err := protocol.ParseHeader(data)
+			if err == nil && h.Kind == protocol.KindTTSAudio {
+				err = fmt.Errorf("%w: tts_audio frames are gateway → robot only", protocol.ErrUnsupported)
+			}
+			if err != nil {
+				s.m.badFrames.Inc()
+				s.log.Warn("gateway: rejected binary frame", "session", ss.ID, "err", err)
+				ss.Send(&protocol.Error{Code: protocol.CodeBadFrame, Msg: "gateway: " + err.Error()})
+				continue
+			}
+			s.record(Event{Session: ss.ID, At: now, Header: &h, Payload: append([]byte(nil), payload...)})
+			switch h.Kind {
+			case protocol.KindMicAudio:
+				ss.onMic(ctx, h, payload, now)
+			case protocol.KindVideo:
+				s.m.videoFrames.Inc()
+				if s.hooks.OnVideo != nil {
+					s.hooks.OnVideo(ss, h, payload)
+				}
+			}
+		case websocket.TextMessage:
+			m, err := protocol.DecodeFromRobot(data)
+			if err != nil {
+				s.m.badMessages.Inc()
+				ref := ""
+				if meta, perr := protocol.PeekType(data, protocol.MaxControl); perr == nil {
+					ref = meta.EventID
+				}
+				s.log.Warn("gateway: rejected control message", "session", ss.ID, "err", err)
+				ss.Send(&protocol.Error{Code: protocol.ErrorCode(err), Msg: "gateway: " + err.Error(), Ref: ref})
+				continue
+			}
+			s.m.controlMsgs.Inc()
+			s.record(Event{Session: ss.ID, At: now, Msg: m})
+			ss.onControl(m)
+		}
+	}
+}
+
+func (ss *Session) onControl(m protocol.Message) {
+	s := ss.srv
+	env := m.Envelope()
+	if _, isAck := m.(*protocol.Ack); !isAck && env.EventID != "" {
+		data, _ := protocol.Marshal(&protocol.Ack{Meta: protocol.Meta{Type: protocol.TypeAck, EventID: env.EventID}})
+		ss.SendRaw(websocket.TextMessage, data)
+	}
+	switch v := m.(type) {
+	case *protocol.State:
+		s.log.Info("gateway: state", "session", ss.ID, "event", v.EventID, "name", v.StateName, "value", string(v.StateValue))
+	case *protocol.FaceInfo:
+		s.log.Info("gateway: face_info", "session", ss.ID, "event", v.EventID, "identities", v.Identities)
+	case *protocol.GreetSignal:
+		s.log.Info("gateway: greet_signal", "session", ss.ID, "event", v.EventID, "uid", v.UID)
+	case *protocol.FunctionCall:
+		s.log.Info("gateway: function_call", "session", ss.ID, "event", v.EventID, "call", v.FunctionCall)
+	case *protocol.SkillResult:
+		s.log.Info("gateway: skill_result", "session", ss.ID, "ref", v.Ref, "ok", v.OK, "error", v.Error)
+	case *protocol.PlaybackProgress:
+		s.log.Debug("gateway: playback_progress", "session", ss.ID, "response", v.ResponseID, "samples", v.SamplesPlayed, "done", v.Done, "interrupted", v.Interrupted)
+		if v.Done || v.Interrupted {
+			ss.mu.Lock()
+			if ss.active == v.ResponseID {
+				ss.active = 0
+			}
+			ss.mu.Unlock()
+		}
+	case *protocol.Error:
+		s.log.Warn("gateway: robot reported an error", "session", ss.ID, "code", v.Code, "msg", v.Msg, "ref", v.Ref)
+	case *protocol.Ack:
+		s.log.Debug("gateway: ack", "session", ss.ID, "event", v.EventID)
+	}
+	if s.hooks.OnMsg != nil {
+		s.hooks.OnMsg(ss, m)
+	}
+}
+
+func (ss *Session) onMic(ctx context.Context, h protocol.Header, payload []byte, now time.Duration) {
+	s := ss.srv
+	s.m.micFrames.Inc()
+	n := len(payload) / 2
+	end := time.Duration(h.Timestamp)*time.Microsecond + time.Duration(n)*time.Second/16000
+	s.mu.Lock()
+	s.micLat = append(s.micLat, now-end)
+	s.mu.Unlock()
+	if s.hooks.OnMic != nil {
+		s.hooks.OnMic(ss, h, payload)
+	}
+	ss.mu.Lock()
+	if h.Flag == protocol.FlagStart {
+		ss.utt[h.Stream] = ss.utt[h.Stream][:0]
+		if ss.active != 0 && !s.cfg.NoBargeIn {
+			id := ss.active
+			ss.active = 0
+			if ss.cancelTTS != nil {
+				ss.cancelTTS()
+			}
+			ss.mu.Unlock()
+			s.m.interrupts.Inc()
+			s.log.Info("gateway: barge-in, interrupting reply", "session", ss.ID, "response", id, "utterance", h.Stream)
+			ss.Send(&protocol.Interrupt{ResponseID: id, Reason: "barge_in"})
+			ss.mu.Lock()
+		}
+	}
+	buf := ss.utt[h.Stream]
+	for i := 0; i+1 < len(payload); i += 2 {
+		buf = append(buf, int16(uint16(payload[i])|uint16(payload[i+1])<<8))
+	}
+	ss.utt[h.Stream] = buf
+	if h.Flag != protocol.FlagEnd {
+		ss.mu.Unlock()
+		return
+	}
+	pcm := buf
+	delete(ss.utt, h.Stream)
+	ss.mu.Unlock()
+	s.m.utterances.Inc()
+	s.log.Info("gateway: utterance", "session", ss.ID, "utterance", h.Stream, "ms", len(pcm)*1000/16000)
+	if s.cfg.NoEcho || len(pcm) == 0 {
+		return
+	}
+	ss.respond(ctx, h.Stream, pcm)
+}
+
+// respond answers an utterance: asr text, an llm delta, and the utterance
+// itself as 24 kHz TTS streamed faster than real time.
+func (ss *Session) respond(ctx context.Context, utt uint32, pcm16k []int16) {
+	s := ss.srv
+	pcm := Upsample16to24(pcm16k)
+	ss.mu.Lock()
+	ss.nextResp++
+	id := ss.nextResp
+	if ss.cancelTTS != nil {
+		ss.cancelTTS()
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	ss.cancelTTS = cancel
+	ss.active = id
+	ss.mu.Unlock()
+	s.m.responses.Inc()
+	ms := len(pcm16k) * 1000 / 16000
+	ss.Send(&protocol.ASR{ResponseID: id, Text: fmt.Sprintf("(utterance %d, %d ms)", utt, ms), Final: true})
+	ss.Send(&protocol.Text{Meta: protocol.Meta{Type: protocol.TypeLLMDelta}, ResponseID: id, Text: fmt.Sprintf("Echoing %d ms of audio.", ms)})
+	ss.Send(&protocol.Text{Meta: protocol.Meta{Type: protocol.TypeLLMDone}, ResponseID: id})
+	go ss.streamTTS(rctx, id, pcm)
+}
+
+// StreamTTS streams pcm (24 kHz mono) to the robot as a new response and
+// returns its response id. Tests use it to send known audio.
+func (ss *Session) StreamTTS(ctx context.Context, pcm []int16) uint32 {
+	ss.mu.Lock()
+	ss.nextResp++
+	id := ss.nextResp
+	rctx, cancel := context.WithCancel(ctx)
+	if ss.cancelTTS != nil {
+		ss.cancelTTS()
+	}
+	ss.cancelTTS = cancel
+	ss.active = id
+	ss.mu.Unlock()
+	ss.srv.m.responses.Inc()
+	ss.streamTTS(rctx, id, pcm)
+	return id
+}
+
+// Interrupt interrupts the active response, as barge-in would.
+func (ss *Session) Interrupt() uint32 {
+	ss.mu.Lock()
+	id := ss.active
+	ss.active = 0
+	if ss.cancelTTS != nil {
+		ss.cancelTTS()
+	}
+	ss.mu.Unlock()
+	ss.srv.m.interrupts.Inc()
+	ss.Send(&protocol.Interrupt{ResponseID: id, Reason: "test"})
+	return id
+}
+
+func (ss *Session) stopActive() {
+	ss.mu.Lock()
+	if ss.cancelTTS != nil {
+		ss.cancelTTS()
+	}
+	ss.mu.Unlock()
+}
+
+func (ss *Session) streamTTS(ctx context.Context, id uint32, pcm []int16) {
+	s := ss.srv
+	chunk := 24000 * s.cfg.ChunkMS / 1000
+	pace := time.Duration(float64(time.Duration(s.cfg.ChunkMS)*time.Millisecond) / s.cfg.Speed)
+	t := time.NewTicker(pace)
+	defer t.Stop()
+	for off := 0; off < len(pcm); off += chunk {
+		end := min(off+chunk, len(pcm))
+		last := end == len(pcm)
+		if !ss.sendTTSChunk(id, pcm[off:end], last) {
+			return
+		}
+		if last {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	ss.Send(&protocol.TTSDone{ResponseID: id})
+}
+
+func (ss *Session) sendTTSChunk(id uint32, pcm []int16, last bool) bool {
+	s := ss.srv
+	b := make([]byte, 2*len(pcm))
+	for i, v := range pcm {
+		b[2*i] = byte(v)
+		b[2*i+1] = byte(uint16(v) >> 8)
+	}
+	s.m.ttsChunks.Inc()
+	if s.cfg.TTSMode == TTSBase64 {
+		return ss.Send(&protocol.TTS{ResponseID: id, AudioB64: base64.StdEncoding.EncodeToString(b), Last: last}) == nil
+	}
+	ss.mu.Lock()
+	ss.seq++
+	seq := ss.seq
+	ss.mu.Unlock()
+	flag := protocol.FlagTTSChunk
+	if last {
+		flag = protocol.FlagTTSLast
+	}
+	frame := protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindTTSAudio, Flag: flag, Stream: id, Seq: seq, Timestamp: s.clk.Mono().Microseconds()}, b)
+	return ss.SendRaw(websocket.BinaryMessage, frame) == nil
+}

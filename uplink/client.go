@@ -1,0 +1,861 @@
+// Package uplink is the robot's WebSocket connection to the agent gateway
+// (protocol v1, docs/protocol.md).
+//
+// It carries two lanes. The fast lane takes mic audio from the capture pump
+// through a lock-free ring (no blocking, no allocation, drops counted) and
+// hands downlink TTS audio straight from the read pump to the playback
+// jitter buffer. The control lane (Outbox) is lossless and ordered: every
+// message stays queued until the gateway acks its event_id and is resent in
+// order after a reconnect.
+//
+// # Concurrency
+//
+// A Client runs exactly one read pump and one write pump per connection
+// (gorilla/websocket allows one concurrent reader and one concurrent writer);
+// every write, pings and the close frame included, happens on the write pump.
+// Gateway control messages are handed to the ControlHandler on one control
+// goroutine, in order. SendMic may be called from one producer goroutine
+// (the capture pump); Emit from any goroutine; Run once.
+package uplink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/protocol"
+)
+
+// Errors.
+var (
+	ErrHandshake    = errors.New("uplink: handshake failed")
+	ErrUnauthorized = errors.New("uplink: gateway refused the credentials")
+)
+
+// TTSSink receives downlink audio on the read pump. PushPCM must not block.
+// playback.Player implements it. If it also has a ResetSession method, the
+// client calls it when a new session starts (response ids restart), before
+// the session's read pump runs.
+type TTSSink interface {
+	PushPCM(responseID uint32, pcmLE []byte) error
+	EndResponse(responseID uint32)
+	// Interrupt flushes responseID and everything before it (0: all) and
+	// returns the response id it cut up to.
+	Interrupt(responseID uint32) uint32
+}
+
+// ControlHandler receives gateway control messages (asr, llm/vlm text,
+// skills, arbiter decisions, keyframe requests, errors...) on the control
+// goroutine, one at a time, in arrival order.
+type ControlHandler interface {
+	HandleControl(ctx context.Context, m protocol.Message)
+}
+
+// LinkObserver is told when a session starts (up) and ends (down).
+type LinkObserver interface {
+	LinkChanged(up bool, sessionID string)
+}
+
+// Config configures a Client.
+type Config struct {
+	URL      string // ws:// or wss:// URL of the gateway's /v1/robot endpoint
+	Token    string // bearer token
+	DeviceID string
+	Hello    protocol.RobotHello // agent_meta; Protocol/DeviceID filled in
+
+	HandshakeTimeout time.Duration // dial + hello exchange; default 5 s
+	WriteTimeout     time.Duration // per write; default 5 s
+	BackoffBase      time.Duration // default 500 ms
+	BackoffCap       time.Duration // default 30 s
+	BackoffReset     time.Duration // session length that resets backoff; default 60 s
+	DefaultKeepalive protocol.Keepalive
+
+	MicQueue     int // mic frames buffered (lossless-bounded); default 100 (2 s of 20 ms)
+	MicFrameMax  int // max samples per mic frame; default 960 (60 ms)
+	OutboxLimit  int // unacked control messages; default 10000
+	EventPrefix  string
+	DrainTimeout time.Duration // on shutdown, time to flush queued frames; default 2 s
+}
+
+func (c *Config) defaults() {
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 5 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 5 * time.Second
+	}
+	if c.BackoffBase <= 0 {
+		c.BackoffBase = 500 * time.Millisecond
+	}
+	if c.BackoffCap <= 0 {
+		c.BackoffCap = 30 * time.Second
+	}
+	if c.BackoffReset <= 0 {
+		c.BackoffReset = 60 * time.Second
+	}
+	if c.DefaultKeepalive.IntervalMS <= 0 {
+		c.DefaultKeepalive.IntervalMS = 5000
+	}
+	if c.DefaultKeepalive.TimeoutMS <= 0 {
+		c.DefaultKeepalive.TimeoutMS = 15000
+	}
+	if c.MicQueue <= 0 {
+		c.MicQueue = 100
+	}
+	if c.MicFrameMax <= 0 {
+		c.MicFrameMax = 960
+	}
+	if c.DrainTimeout <= 0 {
+		c.DrainTimeout = 2 * time.Second
+	}
+	if c.EventPrefix == "" {
+		c.EventPrefix = c.DeviceID
+	}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+		return fmt.Errorf("uplink: gateway url %q is not a ws:// or wss:// URL", c.URL)
+	}
+	if u.Scheme == "ws" && !isLoopback(u.Hostname()) {
+		return fmt.Errorf("uplink: gateway url %q uses plain ws:// to a non-loopback host; use wss://", c.URL)
+	}
+	if u.User != nil || u.Query().Has("token") {
+		return fmt.Errorf("uplink: gateway url %q carries credentials; put the token in gateway.token_file", redact(u))
+	}
+	if c.DeviceID == "" {
+		return fmt.Errorf("uplink: device id is empty")
+	}
+	return nil
+}
+
+func redact(u *url.URL) string {
+	v := *u
+	v.User = nil
+	v.RawQuery = ""
+	return v.String()
+}
+
+func isLoopback(host string) bool {
+	return host == "localhost" || host == "::1" || (len(host) > 4 && host[:4] == "127.")
+}
+
+// Client maintains the gateway session.
+type Client struct {
+	cfg     Config
+	clk     clock.Clock
+	log     *slog.Logger
+	tts     TTSSink
+	handler ControlHandler
+	obs     []LinkObserver
+
+	outbox *Outbox
+	mic    *frameLane
+	video  *frameLane
+
+	wake      chan struct{}
+	ephemeral chan []byte // acks, errors, progress: not resent
+	control   *controlQueue
+
+	seenMu sync.Mutex
+	seen   map[string]struct{}
+	seenQ  []string
+
+	up        atomic.Bool
+	sessionID atomic.Value // string
+	drainReq  atomic.Bool
+
+	m clientMetrics
+}
+
+type clientMetrics struct {
+	connects, disconnects, dialErrors        *metrics.Counter
+	micSent, micDropped, micQueued           *metrics.Counter
+	videoSent, videoDropped, videoQueued     *metrics.Counter
+	controlSent, ephemeralDropped            *metrics.Counter
+	badFrames, badMessages, unknownTypes     *metrics.Counter
+	gatewayErrors, ttsBytes, staleTTS        *metrics.Counter
+	keepaliveTimeouts, pings, goAways, dupes *metrics.Counter
+	linkUp                                   *metrics.Gauge
+}
+
+// New returns a client. tts and handler may be nil (audio and control
+// messages are then counted and dropped with a log line).
+func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, tts TTSSink, handler ControlHandler) (*Client, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
+		cfg: cfg, clk: clk, log: log, tts: tts, handler: handler,
+		wake:      make(chan struct{}, 1),
+		ephemeral: make(chan []byte, 256),
+		control:   newControlQueue(),
+		seen:      make(map[string]struct{}),
+	}
+	c.m = clientMetrics{
+		connects:          reg.Counter("robot_agent_uplink_connects_total", "Sessions established with the gateway."),
+		disconnects:       reg.Counter("robot_agent_uplink_disconnects_total", "Sessions that ended."),
+		dialErrors:        reg.Counter("robot_agent_uplink_dial_errors_total", "Failed connection attempts."),
+		micSent:           reg.Counter("robot_agent_uplink_mic_frames_sent_total", "Mic frames written to the WebSocket."),
+		micDropped:        reg.Counter("robot_agent_uplink_mic_frames_dropped_total", "Mic frames dropped because the lane was full."),
+		micQueued:         reg.Counter("robot_agent_uplink_mic_frames_queued_total", "Mic frames accepted into the lane."),
+		videoSent:         reg.Counter("robot_agent_uplink_video_frames_sent_total", "Video frames written to the WebSocket."),
+		videoDropped:      reg.Counter("robot_agent_uplink_video_frames_dropped_total", "Video frames dropped by the lossy lane."),
+		videoQueued:       reg.Counter("robot_agent_uplink_video_frames_queued_total", "Video frames accepted into the lane."),
+		controlSent:       reg.Counter("robot_agent_uplink_control_sent_total", "Control messages written (including resends)."),
+		ephemeralDropped:  reg.Counter("robot_agent_uplink_ephemeral_dropped_total", "Acks/progress messages dropped because their queue was full."),
+		badFrames:         reg.Counter("robot_agent_uplink_bad_frames_total", "Binary messages from the gateway rejected."),
+		badMessages:       reg.Counter("robot_agent_uplink_bad_messages_total", "JSON messages from the gateway rejected."),
+		unknownTypes:      reg.Counter("robot_agent_uplink_unknown_types_total", "Control messages of unknown type from the gateway."),
+		gatewayErrors:     reg.Counter("robot_agent_uplink_gateway_errors_total", "Error messages received from the gateway."),
+		ttsBytes:          reg.Counter("robot_agent_uplink_tts_bytes_total", "TTS PCM bytes received."),
+		staleTTS:          reg.Counter("robot_agent_uplink_tts_rejected_total", "TTS chunks the jitter buffer refused."),
+		keepaliveTimeouts: reg.Counter("robot_agent_uplink_keepalive_timeouts_total", "Sessions ended by the keepalive timeout."),
+		pings:             reg.Counter("robot_agent_uplink_pings_total", "Pings sent."),
+		goAways:           reg.Counter("robot_agent_uplink_go_aways_total", "go_away messages received."),
+		dupes:             reg.Counter("robot_agent_uplink_duplicate_events_total", "Gateway control messages received twice (acked, not handled again)."),
+		linkUp:            reg.Gauge("robot_agent_uplink_up", "1 while a gateway session is established."),
+	}
+	prefix := cfg.EventPrefix
+	if cfg.Hello.BootID != "" {
+		prefix = cfg.Hello.BootID
+	}
+	c.outbox = NewOutbox(prefix, cfg.OutboxLimit, clk, reg)
+	c.outbox.setWake(c.signal)
+	c.mic = newFrameLane(cfg.MicQueue, protocol.HeaderSize+2*cfg.MicFrameMax, c.m.micDropped, c.m.micQueued)
+	c.video = newFrameLane(8, protocol.HeaderSize+64<<10, c.m.videoDropped, c.m.videoQueued)
+	c.sessionID.Store("")
+	return c, nil
+}
+
+// Outbox returns the control lane. Its Emit method is what state modules,
+// the recogniser and skills use.
+func (c *Client) Outbox() *Outbox { return c.outbox }
+
+// Emit queues a control message (see Outbox.Emit).
+func (c *Client) Emit(m protocol.Message) error { return c.outbox.Emit(m) }
+
+// AddObserver registers a link observer. Call before Run.
+func (c *Client) AddObserver(o LinkObserver) { c.obs = append(c.obs, o) }
+
+// Up reports whether a session is established.
+func (c *Client) Up() bool { return c.up.Load() }
+
+// SendMic queues one mic frame on the fast lane. It never blocks and never
+// allocates; it returns false when the frame was dropped (lane full). Only
+// the capture pump may call it. It implements capture.FrameSink.
+func (c *Client) SendMic(f *capture.Frame) bool {
+	ok := c.mic.pushPCM(protocol.Header{
+		Kind: protocol.KindMicAudio, Flag: f.Flag, Stream: f.Utterance, Seq: f.Seq,
+		Timestamp: f.TS.Microseconds(),
+	}, f.Samples)
+	c.signal()
+	return ok
+}
+
+// SendVideo queues an encoded video frame (flag 2 H264 or 3 image) on the
+// lossy video lane. Only one producer goroutine may call it.
+func (c *Client) SendVideo(h protocol.Header, payload []byte) bool {
+	h.Kind = protocol.KindVideo
+	ok := c.video.pushBytes(h, payload)
+	c.signal()
+	return ok
+}
+
+// SendEphemeral queues a control message that is not acked nor resent
+// (periodic playback progress). It never blocks; when the small queue is
+// full the message is dropped and counted.
+func (c *Client) SendEphemeral(m protocol.Message) {
+	env := m.Envelope()
+	if env.TS == 0 {
+		env.TS = c.clk.Mono().Microseconds()
+	}
+	data, err := protocol.Marshal(m)
+	if err != nil {
+		c.log.Error("uplink: encode ephemeral message", "type", env.Type, "err", err)
+		return
+	}
+	c.queueEphemeral(data)
+}
+
+func (c *Client) queueEphemeral(data []byte) {
+	select {
+	case c.ephemeral <- data:
+		c.signal()
+	default:
+		c.m.ephemeralDropped.Inc()
+	}
+}
+
+// signal wakes the write pump. A non-blocking send on a 1-buffered channel:
+// it never blocks the producer.
+func (c *Client) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run connects and keeps the session up until ctx is done, reconnecting with
+// exponential backoff and full jitter. On ctx cancellation it drains queued
+// frames and control messages (up to DrainTimeout), sends a close frame and
+// returns nil.
+func (c *Client) Run(ctx context.Context) error {
+	go c.controlLoop(ctx)
+	attempt := 0
+	var delayOverride time.Duration
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		start := c.clk.Now()
+		err := c.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		var ga *goAwayError
+		if errors.As(err, &ga) {
+			delayOverride = ga.after
+		}
+		if c.clk.Now().Sub(start) >= c.cfg.BackoffReset {
+			attempt = 0
+		}
+		d := backoff(c.cfg.BackoffBase, c.cfg.BackoffCap, attempt)
+		if delayOverride > 0 {
+			d = delayOverride
+			delayOverride = 0
+		}
+		attempt++
+		c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
+		t := c.clk.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+// backoff returns a full-jitter delay: uniform in [0, min(cap, base*2^n)].
+func backoff(base, cap time.Duration, attempt int) time.Duration {
+	d := base
+	for i := 0; i < attempt && d < cap; i++ {
+		d *= 2
+	}
+	if d > cap {
+		d = cap
+	}
+	return time.Duration(rand.Int64N(int64(d) + 1))
+}
+
+type goAwayError struct {
+	reason string
+	after  time.Duration
+}
+
+func (e *goAwayError) Error() string {
+	return fmt.Sprintf("uplink: gateway sent go_away (%s), reconnect after %v", e.reason, e.after)
+}
+
+func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
+	d := websocket.Dialer{
+		Subprotocols:     []string{protocol.Subprotocol},
+		HandshakeTimeout: c.cfg.HandshakeTimeout,
+		Proxy:            http.ProxyFromEnvironment,
+		ReadBufferSize:   16 << 10,
+		WriteBufferSize:  16 << 10,
+	}
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+c.cfg.Token)
+	h.Set("X-Robot-Device-Id", c.cfg.DeviceID)
+	conn, resp, err := d.DialContext(ctx, c.cfg.URL, h)
+	if err != nil {
+		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+			return nil, fmt.Errorf("%w: HTTP %d", ErrUnauthorized, resp.StatusCode)
+		}
+		if resp != nil {
+			return nil, fmt.Errorf("uplink: dial %s: %w (HTTP %d)", c.cfg.URL, err, resp.StatusCode)
+		}
+		return nil, fmt.Errorf("uplink: dial %s: %w", c.cfg.URL, err)
+	}
+	if conn.Subprotocol() != protocol.Subprotocol {
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseProtocolError, "subprotocol "+protocol.Subprotocol+" required"), time.Now().Add(time.Second))
+		conn.Close()
+		return nil, fmt.Errorf("%w: gateway answered subprotocol %q, want %q", ErrHandshake, conn.Subprotocol(), protocol.Subprotocol)
+	}
+	return conn, nil
+}
+
+// handshake sends the robot hello and waits for the gateway hello.
+func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, error) {
+	hello := c.cfg.Hello
+	hello.Type = protocol.TypeHello
+	hello.Protocol = protocol.Version
+	hello.DeviceID = c.cfg.DeviceID
+	hello.TS = c.clk.Mono().Microseconds()
+	if s, _ := c.sessionID.Load().(string); s != "" {
+		hello.ResumeSession = s
+	}
+	data, err := protocol.Marshal(&hello)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encode hello: %v", ErrHandshake, err)
+	}
+	deadline := time.Now().Add(c.cfg.HandshakeTimeout)
+	conn.SetWriteDeadline(deadline)
+	if err := conn.WriteMessage(websocket.TextMessage, data); err != nil {
+		return nil, fmt.Errorf("%w: send hello: %v", ErrHandshake, err)
+	}
+	conn.SetReadDeadline(deadline)
+	conn.SetReadLimit(protocol.MaxControl)
+	mt, msg, err := conn.ReadMessage()
+	if err != nil {
+		return nil, fmt.Errorf("%w: waiting for gateway hello: %v", ErrHandshake, err)
+	}
+	if mt != websocket.TextMessage {
+		return nil, fmt.Errorf("%w: first gateway message is binary, want hello", ErrHandshake)
+	}
+	m, err := protocol.DecodeFromGateway(msg)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrHandshake, err)
+	}
+	gh, ok := m.(*protocol.GatewayHello)
+	if !ok {
+		if e, ok := m.(*protocol.Error); ok {
+			return nil, fmt.Errorf("%w: gateway error %s: %s", ErrHandshake, e.Code, e.Msg)
+		}
+		return nil, fmt.Errorf("%w: first gateway message is %q, want hello", ErrHandshake, m.Envelope().Type)
+	}
+	return gh, nil
+}
+
+// session runs one connection from dial to close.
+func (c *Client) session(ctx context.Context) error {
+	conn, err := c.dial(ctx)
+	if err != nil {
+		c.m.dialErrors.Inc()
+		return err
+	}
+	defer conn.Close()
+	gh, err := c.handshake(conn)
+	if err != nil {
+		c.m.dialErrors.Inc()
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseProtocolError, "handshake failed"), time.Now().Add(time.Second))
+		return err
+	}
+	ka := gh.Keepalive
+	if ka.IntervalMS <= 0 {
+		ka.IntervalMS = c.cfg.DefaultKeepalive.IntervalMS
+	}
+	if ka.TimeoutMS <= 0 {
+		ka.TimeoutMS = c.cfg.DefaultKeepalive.TimeoutMS
+	}
+	timeout := time.Duration(ka.TimeoutMS) * time.Millisecond
+	c.sessionID.Store(gh.SessionID)
+	c.outbox.rewind()
+	if c.tts != nil {
+		// Response ids restart per session: nothing buffered from the old
+		// session may play into the new one.
+		if r, ok := c.tts.(interface{ ResetSession() }); ok {
+			r.ResetSession()
+		}
+	}
+	c.up.Store(true)
+	c.m.linkUp.Set(1)
+	c.m.connects.Inc()
+	c.log.Info("uplink: session established", "session", gh.SessionID, "resumed", gh.Resumed, "keepalive_ms", ka.IntervalMS, "pending_control", c.outbox.Len())
+	for _, o := range c.obs {
+		o.LinkChanged(true, gh.SessionID)
+	}
+	defer func() {
+		c.up.Store(false)
+		c.m.linkUp.Set(0)
+		c.m.disconnects.Inc()
+		for _, o := range c.obs {
+			o.LinkChanged(false, gh.SessionID)
+		}
+	}()
+
+	// Over-class messages up to the hard limit are rejected one by one and
+	// the session continues; beyond it gorilla closes the connection (1009).
+	conn.SetReadLimit(protocol.MaxDownlinkHard)
+	conn.SetReadDeadline(time.Now().Add(timeout))
+	conn.SetPongHandler(func(string) error {
+		conn.SetReadDeadline(time.Now().Add(timeout))
+		return nil
+	})
+	readErr := make(chan error, 1)
+	readDone := make(chan struct{})
+	go func() { defer close(readDone); readErr <- c.readPump(ctx, conn, timeout) }()
+	werr := c.writePump(ctx, conn, time.Duration(ka.IntervalMS)*time.Millisecond, readErr)
+	conn.Close()
+	// The read pump is the jitter buffer's only producer: it must be gone
+	// before the next session resets the buffer.
+	<-readDone
+	return werr
+}
+
+// writePump is the only goroutine that writes to conn.
+func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery time.Duration, readErr <-chan error) error {
+	// Network deadlines and pings run on wall time (the socket's clock);
+	// the injected clock drives timestamps and reconnect backoff.
+	ping := time.NewTicker(pingEvery)
+	defer ping.Stop()
+	write := func(mt int, data []byte) error {
+		conn.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+		return conn.WriteMessage(mt, data)
+	}
+	for {
+		if err := c.flushQueues(write); err != nil {
+			return fmt.Errorf("uplink: write: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return c.closeGracefully(conn, write, readErr)
+		case err := <-readErr:
+			var ka keepaliveError
+			if errors.As(err, &ka) {
+				c.m.keepaliveTimeouts.Inc()
+			}
+			// Tell the gateway why, if the socket still works.
+			code, text := websocket.CloseGoingAway, "read failed"
+			var ga *goAwayError
+			if errors.As(err, &ga) {
+				code, text = websocket.CloseNormalClosure, "go_away"
+			}
+			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+			return err
+		case <-ping.C:
+			c.m.pings.Inc()
+			if err := conn.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.cfg.WriteTimeout)); err != nil {
+				return fmt.Errorf("uplink: ping: %w", err)
+			}
+		case <-c.wake:
+		}
+	}
+}
+
+// flushQueues writes everything queued, in priority order: acks/progress,
+// mic audio, control messages, video.
+func (c *Client) flushQueues(write func(int, []byte) error) error {
+	for {
+		progressed := false
+		for {
+			select {
+			case data := <-c.ephemeral:
+				if err := write(websocket.TextMessage, data); err != nil {
+					return err
+				}
+				progressed = true
+				continue
+			default:
+			}
+			break
+		}
+		for {
+			f, ok := c.mic.peek()
+			if !ok {
+				break
+			}
+			if err := write(websocket.BinaryMessage, f); err != nil {
+				return err
+			}
+			c.mic.release()
+			c.m.micSent.Inc()
+			progressed = true
+		}
+		if data, ok := c.outbox.next(); ok {
+			if err := write(websocket.TextMessage, data); err != nil {
+				return err
+			}
+			c.m.controlSent.Inc()
+			progressed = true
+		}
+		if f, ok := c.video.peek(); ok {
+			if err := write(websocket.BinaryMessage, f); err != nil {
+				return err
+			}
+			c.video.release()
+			c.m.videoSent.Inc()
+			progressed = true
+		}
+		if !progressed {
+			return nil
+		}
+	}
+}
+
+// closeGracefully drains what is queued (bounded by DrainTimeout), waits
+// briefly for outstanding acks, then sends the close frame.
+func (c *Client) closeGracefully(conn *websocket.Conn, write func(int, []byte) error, readErr <-chan error) error {
+	deadline := time.Now().Add(c.cfg.DrainTimeout)
+	for time.Now().Before(deadline) {
+		if err := c.flushQueues(write); err != nil {
+			return nil
+		}
+		if c.outbox.Len() == 0 && c.mic.depth() == 0 {
+			break
+		}
+		select {
+		case <-readErr:
+			return nil
+		case <-c.wake:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	if n := c.outbox.Len(); n > 0 {
+		c.log.Warn("uplink: shutting down with unacknowledged control messages", "count", n)
+	}
+	conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "robot shutting down"), time.Now().Add(time.Second))
+	select {
+	case <-readErr:
+	case <-time.After(time.Second):
+	}
+	return nil
+}
+
+type keepaliveError struct{ err error }
+
+func (e keepaliveError) Error() string {
+	return "uplink: no message from the gateway within the keepalive timeout: " + e.err.Error()
+}
+func (e keepaliveError) Unwrap() error { return e.err }
+
+// readPump is the only goroutine that reads from conn.
+func (c *Client) readPump(ctx context.Context, conn *websocket.Conn, timeout time.Duration) error {
+	buf := make([]byte, 0, protocol.MaxDownlink)
+	for {
+		mt, r, err := conn.NextReader()
+		if err != nil {
+			var ne interface{ Timeout() bool }
+			if errors.As(err, &ne) && ne.Timeout() {
+				return keepaliveError{err}
+			}
+			return fmt.Errorf("uplink: read: %w", err)
+		}
+		conn.SetReadDeadline(time.Now().Add(timeout))
+		buf, err = readAll(r, buf[:0])
+		if err != nil {
+			return fmt.Errorf("uplink: read: %w", err)
+		}
+		switch mt {
+		case websocket.BinaryMessage:
+			c.handleBinary(buf)
+		case websocket.TextMessage:
+			if err := c.handleText(ctx, buf); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// readAll reads r into buf without allocating when buf is large enough.
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+func (c *Client) handleBinary(msg []byte) {
+	h, payload, err := protocol.ParseHeader(msg)
+	if err == nil && h.Kind != protocol.KindTTSAudio {
+		err = fmt.Errorf("%w: %s frames are robot → gateway only", protocol.ErrUnsupported, h.Kind)
+	}
+	if err != nil {
+		c.m.badFrames.Inc()
+		c.log.Warn("uplink: rejected binary frame from gateway", "err", err)
+		c.sendError(protocol.CodeBadFrame, err.Error(), "")
+		return
+	}
+	c.m.ttsBytes.Add(int64(len(payload)))
+	if c.tts == nil {
+		return
+	}
+	if len(payload) > 0 {
+		if err := c.tts.PushPCM(h.Stream, payload); err != nil {
+			c.m.staleTTS.Inc()
+		}
+	}
+	if h.Flag == protocol.FlagTTSLast {
+		c.tts.EndResponse(h.Stream)
+	}
+}
+
+func (c *Client) handleText(ctx context.Context, msg []byte) error {
+	m, err := protocol.DecodeFromGateway(msg)
+	if err != nil {
+		ref := ""
+		if meta, perr := protocol.PeekType(msg, protocol.MaxDownlink); perr == nil {
+			ref = meta.EventID
+		}
+		if errors.Is(err, protocol.ErrUnknownType) {
+			c.m.unknownTypes.Inc()
+		} else {
+			c.m.badMessages.Inc()
+		}
+		c.log.Warn("uplink: rejected control message from gateway", "err", err, "ref", ref)
+		c.sendError(protocol.ErrorCode(err), err.Error(), ref)
+		// A message with an event_id that we could not parse is still
+		// acknowledged as received-and-rejected so the gateway does not
+		// resend it forever; the error above carries the reason.
+		return nil
+	}
+	env := m.Envelope()
+	switch v := m.(type) {
+	case *protocol.Ack:
+		c.outbox.Ack(v.EventID)
+		return nil
+	case *protocol.TTS:
+		c.m.ttsBytes.Add(int64(len(v.Audio)))
+		if c.tts != nil {
+			if len(v.Audio) > 0 {
+				if err := c.tts.PushPCM(v.ResponseID, v.Audio); err != nil {
+					c.m.staleTTS.Inc()
+				}
+			}
+			if v.Last {
+				c.tts.EndResponse(v.ResponseID)
+			}
+		}
+	case *protocol.TTSDone:
+		if c.tts != nil {
+			c.tts.EndResponse(v.ResponseID)
+		}
+	case *protocol.Interrupt:
+		// Barge-in is handled right here on the read pump, before any
+		// later audio frame is read: O(1) flush.
+		if c.tts != nil {
+			c.tts.Interrupt(v.ResponseID)
+		}
+	case *protocol.GoAway:
+		c.m.goAways.Inc()
+		c.ack(env.EventID)
+		return &goAwayError{reason: v.Reason, after: time.Duration(v.ReconnectAfterMS) * time.Millisecond}
+	case *protocol.Error:
+		c.m.gatewayErrors.Inc()
+		c.log.Warn("uplink: gateway reported an error", "code", v.Code, "msg", v.Msg, "ref", v.Ref)
+	case *protocol.GatewayHello:
+		c.m.badMessages.Inc()
+		c.log.Warn("uplink: unexpected second hello from gateway; ignored")
+		return nil
+	}
+	if env.EventID != "" {
+		c.ack(env.EventID)
+		if c.isDuplicate(env.EventID) {
+			c.m.dupes.Inc()
+			return nil
+		}
+	}
+	c.control.push(m)
+	return nil
+}
+
+func (c *Client) isDuplicate(id string) bool {
+	c.seenMu.Lock()
+	defer c.seenMu.Unlock()
+	if _, ok := c.seen[id]; ok {
+		return true
+	}
+	c.seen[id] = struct{}{}
+	c.seenQ = append(c.seenQ, id)
+	if len(c.seenQ) > 4096 {
+		delete(c.seen, c.seenQ[0])
+		c.seenQ = c.seenQ[1:]
+	}
+	return false
+}
+
+func (c *Client) ack(id string) {
+	if id == "" {
+		return
+	}
+	data, _ := protocol.Marshal(&protocol.Ack{Meta: protocol.Meta{Type: protocol.TypeAck, EventID: id}})
+	c.queueEphemeral(data)
+}
+
+func (c *Client) sendError(code, msg, ref string) {
+	if len(msg) > 1024 {
+		msg = msg[:1024]
+	}
+	data, _ := protocol.Marshal(&protocol.Error{Meta: protocol.Meta{Type: protocol.TypeError, TS: c.clk.Mono().Microseconds()}, Code: code, Msg: msg, Ref: ref})
+	c.queueEphemeral(data)
+}
+
+// controlLoop hands gateway control messages to the handler, in order.
+func (c *Client) controlLoop(ctx context.Context) {
+	for {
+		m, ok := c.control.pop(ctx)
+		if !ok {
+			return
+		}
+		if c.handler != nil {
+			c.handler.HandleControl(ctx, m)
+		}
+	}
+}
+
+// controlQueue is an unbounded FIFO between the read pump and the control
+// goroutine, so that a slow handler never stalls downlink audio and no
+// control message is dropped.
+type controlQueue struct {
+	mu    sync.Mutex
+	items []protocol.Message
+	ready chan struct{}
+}
+
+func newControlQueue() *controlQueue { return &controlQueue{ready: make(chan struct{}, 1)} }
+
+func (q *controlQueue) push(m protocol.Message) {
+	q.mu.Lock()
+	q.items = append(q.items, m)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (q *controlQueue) pop(ctx context.Context) (protocol.Message, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			m := q.items[0]
+			q.items[0] = nil
+			q.items = q.items[1:]
+			q.mu.Unlock()
+			return m, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return nil, false
+		case <-q.ready:
+		}
+	}
+}
