@@ -1,16 +1,24 @@
 #!/usr/bin/env bash
 # The project's test command (make test): installs what is missing, checks
 # formatting and vet (cgo and pure-Go), the pure-Go build, then runs the
-# whole suite with -race.
+# whole suite with -race and every build tag this machine supports (real
+# PortAudio through a private PulseAudio null sink, the H264 encoder), and
+# the pure-Go suite once more without cgo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
 scripts/need-go.sh
 scripts/deps.sh
-export PATH="$PATH:/usr/local/go/bin"
+TAGS="$(scripts/detect-tags.sh)"
 
-echo "== lint"
+echo "== lint (gofmt, go vet with and without cgo)"
 make -s lint
-echo "== pure-Go build (CGO_ENABLED=0)"
+echo "== pure-Go build and tests (CGO_ENABLED=0)"
 CGO_ENABLED=0 go build ./...
-echo "== go test -race"
-go test -race -count=1 -timeout 20m ./...
+CGO_ENABLED=0 go test -count=1 -timeout 20m ./... 
+echo "== go test -race -tags '${TAGS}'"
+if [ -x scripts/with-pulse.sh ]; then
+  scripts/with-pulse.sh go test -race -count=1 -timeout 30m -tags "${TAGS}" ./...
+else
+  go test -race -count=1 -timeout 30m -tags "${TAGS}" ./...
+fi

@@ -84,6 +84,8 @@ type Config struct {
 	DefaultKeepalive protocol.Keepalive
 
 	MicQueue     int // mic frames buffered (lossless-bounded); default 100 (2 s of 20 ms)
+	VideoQueue   int // video frames buffered (lossy); default 4
+	VideoMax     int // largest encoded video frame in bytes; default 512 KiB
 	MicFrameMax  int // max samples per mic frame; default 960 (60 ms)
 	OutboxLimit  int // unacked control messages; default 10000
 	EventPrefix  string
@@ -114,6 +116,12 @@ func (c *Config) defaults() {
 	}
 	if c.MicQueue <= 0 {
 		c.MicQueue = 100
+	}
+	if c.VideoQueue <= 0 {
+		c.VideoQueue = 4
+	}
+	if c.VideoMax <= 0 {
+		c.VideoMax = 512 << 10
 	}
 	if c.MicFrameMax <= 0 {
 		c.MicFrameMax = 960
@@ -239,7 +247,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, t
 	c.outbox = NewOutbox(prefix, cfg.OutboxLimit, clk, reg)
 	c.outbox.setWake(c.signal)
 	c.mic = newFrameLane(cfg.MicQueue, protocol.HeaderSize+2*cfg.MicFrameMax, c.m.micDropped, c.m.micQueued)
-	c.video = newFrameLane(8, protocol.HeaderSize+64<<10, c.m.videoDropped, c.m.videoQueued)
+	c.video = newFrameLane(cfg.VideoQueue, protocol.HeaderSize+cfg.VideoMax, c.m.videoDropped, c.m.videoQueued)
 	c.sessionID.Store("")
 	return c, nil
 }
@@ -270,7 +278,12 @@ func (c *Client) SendMic(f *capture.Frame) bool {
 }
 
 // SendVideo queues an encoded video frame (flag 2 H264 or 3 image) on the
-// lossy video lane. Only one producer goroutine may call it.
+// lossy video lane. It never blocks: when the lane is full (the link is
+// slower than the video) it returns false and counts a drop; the video
+// pipeline then skips to the next key frame. Only one producer goroutine may
+// call it. The write pump interleaves at most one video frame between
+// checks of the mic lane, so audio waits at most one video frame's
+// transmission time.
 func (c *Client) SendVideo(h protocol.Header, payload []byte) bool {
 	h.Kind = protocol.KindVideo
 	ok := c.video.pushBytes(h, payload)

@@ -272,7 +272,37 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 		return nil, err
 	}
 	a.progress = newProgressReporter(a.player, a.client, log)
+	if cfg.Metrics.Listen != "" {
+		if err := a.serveMetrics(cfg.Metrics.Listen); err != nil {
+			return nil, err
+		}
+	}
 	return a, nil
+}
+
+// serveMetrics exposes /metrics (Prometheus text) and /healthz.
+func (a *agent) serveMetrics(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("metrics.listen %q: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		a.reg.WritePrometheus(w)
+	})
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		if !a.client.Up() {
+			http.Error(w, "gateway link down", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	a.closers = append(a.closers, srv.Close)
+	a.log.Info("metrics listening", "url", "http://"+ln.Addr().String()+"/metrics")
+	return nil
 }
 
 func pow2(n int) int {

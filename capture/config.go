@@ -1,0 +1,157 @@
+package capture
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Capture modes.
+const (
+	// ModeContinuous streams every frame as one utterance per Run; the
+	// gateway does voice activity detection.
+	ModeContinuous = "continuous"
+	// ModeVAD sends only utterances found by the local energy VAD.
+	ModeVAD = "vad"
+)
+
+// Defaults applied to zero fields by WithDefaults.
+const (
+	DefaultFrameMS          = 20
+	DefaultMode             = ModeContinuous
+	DefaultStartDB          = 12.0
+	DefaultStopDB           = 6.0
+	DefaultMinFloorDBFS     = -70.0
+	DefaultFloorRiseDBPerS  = 1.0
+	DefaultPreRollMS        = 300
+	DefaultHangoverMS       = 600
+	DefaultMinSpeechMS      = 60
+	DefaultMaxUtteranceMS   = 30000
+	maxPreRollMS            = 2000
+	maxHangoverMS           = 5000
+	maxMinSpeechMS          = 1000
+	maxMaxUtteranceMS       = 10 * 60 * 1000
+	maxStartDB              = 60.0
+	maxFloorRiseDBPerS      = 20.0
+	minMinFloorDBFS         = -100.0
+	maxMinFloorDBFS         = -20.0
+	validFrameMSDescription = "10, 20, 40 or 60"
+)
+
+// Config configures a Pump. Zero fields take the defaults above.
+type Config struct {
+	// FrameMS is the frame length in milliseconds: 10, 20 (default), 40 or 60.
+	FrameMS int `yaml:"frame_ms"`
+	// Mode is ModeContinuous (default) or ModeVAD.
+	Mode string `yaml:"mode"`
+	// VAD tunes ModeVAD; ignored in continuous mode.
+	VAD VADConfig `yaml:"vad"`
+}
+
+// VADConfig tunes the local energy voice activity detector.
+//
+// Each frame's RMS level (dBFS) is compared with an adaptive noise floor
+// that, outside utterances, drops at once to any quieter frame and rises
+// slowly (FloorRiseDBPerS) otherwise; thresholds are measured from
+// max(floor, MinFloorDBFS). Millisecond values are rounded up to whole
+// frames.
+type VADConfig struct {
+	// StartDB: a frame is speech, for starting an utterance, when its level
+	// exceeds the floor by more than this (default 12).
+	StartDB float64 `yaml:"start_db"`
+	// StopDB: inside an utterance a frame still counts as speech above
+	// floor + StopDB (default 6; at most StartDB).
+	StopDB float64 `yaml:"stop_db"`
+	// MinFloorDBFS bounds the floor from below so that near-digital silence
+	// does not make any faint sound speech (default -70).
+	MinFloorDBFS float64 `yaml:"min_floor_dbfs"`
+	// FloorRiseDBPerS is how fast the floor follows a louder background
+	// (default 1 dB/s).
+	FloorRiseDBPerS float64 `yaml:"floor_rise_db_per_s"`
+	// PreRollMS of audio before the first speech frame is sent at onset
+	// (default 300).
+	PreRollMS int `yaml:"preroll_ms"`
+	// HangoverMS of non-speech ends an utterance; these frames are sent, the
+	// last with FlagEnd (default 600).
+	HangoverMS int `yaml:"hangover_ms"`
+	// MinSpeechMS of consecutive speech frames starts an utterance
+	// (default 60).
+	MinSpeechMS int `yaml:"min_speech_ms"`
+	// MaxUtteranceMS forces an end (frames sent, pre-roll included); speech
+	// that goes on starts a new utterance (default 30000).
+	MaxUtteranceMS int `yaml:"max_utterance_ms"`
+}
+
+// WithDefaults returns c with zero fields replaced by defaults.
+func (c Config) WithDefaults() Config {
+	setInt := func(p *int, d int) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	setF := func(p *float64, d float64) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	setInt(&c.FrameMS, DefaultFrameMS)
+	if c.Mode == "" {
+		c.Mode = DefaultMode
+	}
+	v := &c.VAD
+	setF(&v.StartDB, DefaultStartDB)
+	setF(&v.StopDB, DefaultStopDB)
+	setF(&v.MinFloorDBFS, DefaultMinFloorDBFS)
+	setF(&v.FloorRiseDBPerS, DefaultFloorRiseDBPerS)
+	setInt(&v.PreRollMS, DefaultPreRollMS)
+	setInt(&v.HangoverMS, DefaultHangoverMS)
+	setInt(&v.MinSpeechMS, DefaultMinSpeechMS)
+	setInt(&v.MaxUtteranceMS, DefaultMaxUtteranceMS)
+	return c
+}
+
+// Validate checks c (after WithDefaults) and returns every problem found,
+// each naming the field and its value.
+func (c Config) Validate() error {
+	c = c.WithDefaults()
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("capture: "+format, a...)) }
+	switch c.FrameMS {
+	case 10, 20, 40, 60:
+	default:
+		bad("frame_ms %d is not %s", c.FrameMS, validFrameMSDescription)
+	}
+	if c.Mode != ModeContinuous && c.Mode != ModeVAD {
+		bad("mode %q is not continuous or vad", c.Mode)
+	}
+	v := c.VAD
+	if v.StartDB < 0 || v.StartDB > maxStartDB {
+		bad("vad.start_db %v out of range 0..%v", v.StartDB, maxStartDB)
+	}
+	if v.StopDB < 0 || v.StopDB > v.StartDB {
+		bad("vad.stop_db %v out of range 0..start_db (%v)", v.StopDB, v.StartDB)
+	}
+	if v.MinFloorDBFS < minMinFloorDBFS || v.MinFloorDBFS > maxMinFloorDBFS {
+		bad("vad.min_floor_dbfs %v out of range %v..%v", v.MinFloorDBFS, minMinFloorDBFS, maxMinFloorDBFS)
+	}
+	if v.FloorRiseDBPerS < 0 || v.FloorRiseDBPerS > maxFloorRiseDBPerS {
+		bad("vad.floor_rise_db_per_s %v out of range 0..%v", v.FloorRiseDBPerS, maxFloorRiseDBPerS)
+	}
+	if v.PreRollMS < 0 || v.PreRollMS > maxPreRollMS {
+		bad("vad.preroll_ms %d out of range 0..%d", v.PreRollMS, maxPreRollMS)
+	}
+	if v.HangoverMS < 0 || v.HangoverMS > maxHangoverMS {
+		bad("vad.hangover_ms %d out of range 0..%d", v.HangoverMS, maxHangoverMS)
+	}
+	if v.MinSpeechMS < 0 || v.MinSpeechMS > maxMinSpeechMS {
+		bad("vad.min_speech_ms %d out of range 0..%d", v.MinSpeechMS, maxMinSpeechMS)
+	}
+	if v.MaxUtteranceMS < 0 || v.MaxUtteranceMS > maxMaxUtteranceMS {
+		bad("vad.max_utterance_ms %d out of range 0..%d", v.MaxUtteranceMS, maxMaxUtteranceMS)
+	} else if least := v.PreRollMS + v.MinSpeechMS + c.FrameMS; v.MaxUtteranceMS < least {
+		bad("vad.max_utterance_ms %d is shorter than preroll_ms + min_speech_ms + frame_ms (%d)", v.MaxUtteranceMS, least)
+	}
+	return errors.Join(errs...)
+}
+
+// frames converts ms to whole frames, rounding up.
+func (c Config) frames(ms int) int { return (ms + c.FrameMS - 1) / c.FrameMS }

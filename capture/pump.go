@@ -1,0 +1,312 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/codec/pcm"
+	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/protocol"
+)
+
+// slot is one frame buffer of the pre-roll ring.
+type slot struct {
+	samples []int16
+	ts      time.Duration
+}
+
+type gateRef struct{ g Gate }
+
+// Pump reads the mic and feeds a FrameSink. See the package documentation.
+type Pump struct {
+	cfg      Config // with defaults
+	vad      bool
+	src      hw.AudioSource
+	sink     FrameSink
+	clk      clock.Clock
+	log      *slog.Logger
+	frameDur time.Duration
+	running  atomic.Bool
+	gate     atomic.Pointer[gateRef]
+
+	frames, dropped, utterances, readErrors *metrics.Counter
+
+	// VAD parameters in frames / dB per frame.
+	preFrames, minSpeechFrames, hangFrames, maxFrames int
+	riseStep                                          float64
+
+	// State owned by the Run goroutine.
+	ring         []slot
+	head         int // slot the next frame is read into
+	held         int // frames held before head (VAD idle pre-roll)
+	frame        Frame
+	seq          uint32
+	utt          uint32
+	lastTS       time.Duration
+	haveTS       bool
+	inUtt        bool
+	startPending bool
+	uttFrames    int
+	floor        float64
+	floorInit    bool
+	speechRun    int
+	silentRun    int
+}
+
+// NewPump returns a Pump reading src (which must be hw.MicFormat) into sink.
+// reg and log may be nil.
+func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (*Pump, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if src == nil || sink == nil || clk == nil {
+		return nil, errors.New("capture: NewPump needs a source, a sink and a clock")
+	}
+	if f := src.Format(); f != hw.MicFormat {
+		return nil, fmt.Errorf("%w: source is %v, want %v (no format conversion yet)", ErrFormat, f, hw.MicFormat)
+	}
+	if reg == nil {
+		reg = metrics.NewRegistry()
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	cfg = cfg.WithDefaults()
+	p := &Pump{
+		cfg:        cfg,
+		vad:        cfg.Mode == ModeVAD,
+		src:        src,
+		sink:       sink,
+		clk:        clk,
+		log:        log,
+		frameDur:   time.Duration(cfg.FrameMS) * time.Millisecond,
+		frames:     reg.Counter(MetricFrames, "Mic frames handed to the uplink (including dropped ones)."),
+		dropped:    reg.Counter(MetricDropped, "Mic frames the uplink dropped."),
+		utterances: reg.Counter(MetricUtterances, "Mic utterances started."),
+		readErrors: reg.Counter(MetricReadErrors, "Mic read failures (each ends a Run)."),
+	}
+	ringLen := 1
+	if p.vad {
+		v := cfg.VAD
+		p.preFrames = cfg.frames(v.PreRollMS)
+		p.minSpeechFrames = max(cfg.frames(v.MinSpeechMS), 1)
+		p.hangFrames = max(cfg.frames(v.HangoverMS), 1)
+		p.maxFrames = max(v.MaxUtteranceMS/cfg.FrameMS, 1)
+		p.riseStep = v.FloorRiseDBPerS * float64(cfg.FrameMS) / 1000
+		ringLen = p.preFrames + p.minSpeechFrames
+	}
+	frameLen := hw.MicFormat.SampleRate * cfg.FrameMS / 1000
+	backing := make([]int16, ringLen*frameLen)
+	p.ring = make([]slot, ringLen)
+	for i := range p.ring {
+		p.ring[i].samples = backing[i*frameLen : (i+1)*frameLen : (i+1)*frameLen]
+	}
+	return p, nil
+}
+
+// Config returns the effective configuration (defaults applied).
+func (p *Pump) Config() Config { return p.cfg }
+
+// SetGate installs g (nil removes it). Safe from any goroutine.
+func (p *Pump) SetGate(g Gate) {
+	if g == nil {
+		p.gate.Store(nil)
+		return
+	}
+	p.gate.Store(&gateRef{g})
+}
+
+func (p *Pump) gated() bool {
+	r := p.gate.Load()
+	return r != nil && r.g.Gated()
+}
+
+// Run reads frames until ctx is cancelled or the source fails. It returns
+// ctx.Err() in the first case and an error wrapping the source's in the
+// second (a source closed by its owner gives hw.ErrClosed). An utterance in
+// progress is closed with an empty FlagEnd frame either way.
+//
+// Cancellation is noticed between reads, so within one frame; to abort a
+// source stuck in Read, close it.
+func (p *Pump) Run(ctx context.Context) error {
+	if !p.running.CompareAndSwap(false, true) {
+		return ErrRunning
+	}
+	defer p.running.Store(false)
+	p.log.Info("capture: started", "mode", p.cfg.Mode, "frame_ms", p.cfg.FrameMS)
+	for {
+		if err := ctx.Err(); err != nil {
+			p.finish()
+			p.log.Info("capture: stopped")
+			return err
+		}
+		cur := &p.ring[p.head]
+		if err := p.readFrame(cur.samples); err != nil {
+			if !errors.Is(err, hw.ErrClosed) {
+				p.readErrors.Inc()
+			}
+			p.finish()
+			if cerr := ctx.Err(); cerr != nil {
+				p.log.Info("capture: stopped")
+				return cerr
+			}
+			err = fmt.Errorf("capture: reading mic: %w", err)
+			p.log.Warn("capture: source failed", "err", err)
+			return err
+		}
+		ts := p.clk.Mono() - p.frameDur
+		if ts < p.lastTS {
+			ts = p.lastTS
+		}
+		cur.ts, p.lastTS, p.haveTS = ts, ts, true
+		p.process(cur)
+	}
+}
+
+// readFrame fills dst, tolerating sources that return short reads.
+func (p *Pump) readFrame(dst []int16) error {
+	for off := 0; off < len(dst); {
+		n, err := p.src.Read(dst[off:])
+		if err != nil {
+			return err
+		}
+		if n <= 0 {
+			return fmt.Errorf("capture: source returned %d samples without an error", n)
+		}
+		off += n
+	}
+	return nil
+}
+
+// process handles the frame just read into cur. It does not allocate.
+func (p *Pump) process(cur *slot) {
+	if !p.vad {
+		if !p.inUtt {
+			p.begin()
+		}
+		p.send(cur.samples, cur.ts, protocol.FlagContinue)
+		return
+	}
+	p.processVAD(cur)
+}
+
+func (p *Pump) processVAD(cur *slot) {
+	db := pcm.DBFS(cur.samples)
+	gated := p.gated()
+	if !p.floorInit {
+		p.floor, p.floorInit = db, true
+	}
+	ref := max(p.floor, p.cfg.VAD.MinFloorDBFS)
+
+	if p.inUtt {
+		if gated {
+			p.send(cur.samples, cur.ts, protocol.FlagEnd)
+			p.endUtterance()
+			return
+		}
+		if db > ref+p.cfg.VAD.StopDB {
+			p.silentRun = 0
+		} else {
+			p.silentRun++
+		}
+		p.uttFrames++
+		if p.silentRun >= p.hangFrames || p.uttFrames >= p.maxFrames {
+			p.send(cur.samples, cur.ts, protocol.FlagEnd)
+			p.endUtterance()
+			return
+		}
+		p.send(cur.samples, cur.ts, protocol.FlagContinue)
+		return
+	}
+
+	if gated {
+		p.held, p.speechRun = 0, 0
+		return
+	}
+	if db > ref+p.cfg.VAD.StartDB {
+		p.speechRun++
+	} else {
+		p.speechRun = 0
+	}
+	if db < p.floor {
+		p.floor = db
+	} else {
+		p.floor = min(p.floor+p.riseStep, db)
+	}
+	if p.speechRun < p.minSpeechFrames {
+		p.head = (p.head + 1) % len(p.ring)
+		p.held = min(p.held+1, len(p.ring)-1)
+		return
+	}
+	// Onset: send the pre-roll and the speech frames so far, oldest first.
+	// (Only a config whose max utterance is about pre-roll + min speech
+	// makes these frames already too many; the last then ends it.)
+	p.begin()
+	k := min(p.held+1, p.preFrames+p.speechRun)
+	end := k >= p.maxFrames
+	for i := k - 1; i >= 0; i-- {
+		s := &p.ring[(p.head-i+len(p.ring))%len(p.ring)]
+		flag := protocol.FlagContinue
+		if i == 0 && end {
+			flag = protocol.FlagEnd
+		}
+		p.send(s.samples, s.ts, flag)
+	}
+	p.head = (p.head + 1) % len(p.ring)
+	if end {
+		p.endUtterance()
+		return
+	}
+	p.uttFrames = k
+	p.held = 0
+}
+
+// begin starts an utterance; its first delivered frame gets FlagStart.
+func (p *Pump) begin() {
+	p.utt++
+	p.utterances.Inc()
+	p.inUtt, p.startPending = true, true
+	p.silentRun, p.uttFrames = 0, 0
+}
+
+func (p *Pump) endUtterance() {
+	p.inUtt, p.startPending = false, false
+	p.held, p.speechRun, p.silentRun, p.uttFrames = 0, 0, 0, 0
+}
+
+// send hands one frame to the sink; FlagContinue becomes FlagStart while the
+// utterance has no delivered frame yet.
+func (p *Pump) send(samples []int16, ts time.Duration, flag protocol.Flag) {
+	if p.startPending && flag == protocol.FlagContinue {
+		flag = protocol.FlagStart
+	}
+	p.frame = Frame{Utterance: p.utt, Seq: p.seq, Flag: flag, TS: ts, Samples: samples}
+	p.seq++
+	p.frames.Inc()
+	if !p.sink.SendMic(&p.frame) {
+		p.dropped.Inc()
+		return
+	}
+	if flag == protocol.FlagStart {
+		p.startPending = false
+	}
+}
+
+// finish closes an utterance in progress with an empty FlagEnd frame.
+func (p *Pump) finish() {
+	if !p.inUtt {
+		return
+	}
+	ts := p.clk.Mono()
+	if p.haveTS {
+		ts = p.lastTS + p.frameDur
+	}
+	p.send(nil, ts, protocol.FlagEnd)
+	p.endUtterance()
+}

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runCLI(args ...string) (int, string, string) {
+	var out, errb bytes.Buffer
+	code := runMain(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := runCLI("version")
+	if code != 0 || !strings.HasPrefix(out, "robot-agent dev (") || !strings.Contains(out, "cgo=") {
+		t.Fatalf("version: %d %q", code, out)
+	}
+}
+
+func TestUsageAndUnknownCommand(t *testing.T) {
+	if code, _, errs := runCLI(); code != 2 || !strings.Contains(errs, "robot-agent run [flags]") {
+		t.Fatalf("no args: %d %q", code, errs)
+	}
+	if code, _, errs := runCLI("fly"); code != 2 || !strings.Contains(errs, `unknown command "fly"`) {
+		t.Fatalf("unknown: %d %q", code, errs)
+	}
+	if code, _, errs := runCLI("run", "-h"); code != 0 || !strings.Contains(errs, "--sim") && !strings.Contains(errs, "-sim") {
+		t.Fatalf("run -h: %d %q", code, errs)
+	}
+}
+
+func TestRunRejectsBadConfig(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "c.yaml")
+	os.WriteFile(bad, []byte("audio:\n  frame_ms: 25\nplayback:\n  fade_ms: 99\n"), 0o644)
+	code, _, errs := runCLI("run", "--sim", "--config", bad)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2", code)
+	}
+	for _, want := range []string{"frame_ms 25", "playback.fade_ms = 99"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr %q does not name %q", errs, want)
+		}
+	}
+	typo := filepath.Join(dir, "t.yaml")
+	os.WriteFile(typo, []byte("gateway:\n  urll: wss://x\n"), 0o644)
+	if code, _, errs := runCLI("run", "--config", typo); code != 2 || !strings.Contains(errs, "urll") {
+		t.Fatalf("typo: %d %q", code, errs)
+	}
+	if code, _, errs := runCLI("run"); code != 2 || !strings.Contains(errs, "gateway.url is empty") {
+		t.Fatalf("no url: %d %q", code, errs)
+	}
+	if code, _, errs := runCLI("run", "--gateway-url", "wss://gw.example.com/v1/robot"); code != 2 || !strings.Contains(errs, "token") {
+		t.Fatalf("no token: %d %q", code, errs)
+	}
+}
+
+func TestRunSimShortSession(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 3 s session")
+	}
+	wav := filepath.Join(t.TempDir(), "played.wav")
+	code, out, errs := runCLI("run", "--sim", "--duration", "3s", "--speaker-wav", wav, "--log-level", "warn")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{"robot-agent summary", "1 session(s)", "played audio: " + wav} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	if st, err := os.Stat(wav); err != nil || st.Size() < 44+2*24000 {
+		t.Fatalf("played WAV %v %v: want at least 1 s of audio", st, err)
+	}
+}

@@ -1,0 +1,214 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/codec/wav"
+	"github.com/robot-agent/robot-agent/hw"
+)
+
+// DefaultBlockLog is how many Blocks a Speaker remembers by default.
+const DefaultBlockLog = 4096
+
+// SpeakerConfig configures a simulated Speaker. The zero value is a 24 kHz
+// mono speaker that records nothing but block timings.
+type SpeakerConfig struct {
+	// Format defaults to hw.TTSFormat. Channels must be 1 or 2.
+	Format hw.AudioFormat
+	// PeriodFrames is reported through hw.Periodic; 0 means 20 ms.
+	PeriodFrames int
+	// WAVPath, if set, receives everything written (created or truncated by
+	// NewSpeaker, finalized and closed by Close).
+	WAVPath string
+	// Keep retains every written sample in memory for Samples. When false,
+	// Write does not allocate.
+	Keep bool
+	// BlockLog is how many of the most recent Blocks are remembered (a ring
+	// preallocated by NewSpeaker); 0 means DefaultBlockLog.
+	BlockLog int
+}
+
+// Block is one Write as the Speaker played it.
+type Block struct {
+	At     time.Duration // clock.Mono when the block started playing
+	Frames int
+}
+
+// Speaker is a simulated speaker. Write plays a block for its duration on
+// the clock: a block starts when the previous one ends, or at the time of
+// the Write call if the device ran dry (the call came more than one period
+// after the previous block ended: an underrun, counted), and Write returns
+// when the block ends. See the package documentation for concurrency.
+type Speaker struct {
+	clk    clock.Clock
+	pace   *pacer
+	format hw.AudioFormat
+	period int
+
+	// Owned by the Write goroutine.
+	started bool
+	base    time.Duration // start of the current run of back-to-back blocks
+	frames  int64         // frames played since base
+
+	mu        sync.Mutex
+	closed    bool
+	file      *os.File
+	wav       *wav.Writer
+	wavErr    error
+	keep      bool
+	samples   []int16
+	blocks    []Block // ring
+	nblocks   int     // total blocks ever written
+	underruns int
+}
+
+// NewSpeaker returns a Speaker for cfg driven by clk.
+func NewSpeaker(cfg SpeakerConfig, clk clock.Clock) (*Speaker, error) {
+	if clk == nil {
+		return nil, errors.New("sim: NewSpeaker: nil clock")
+	}
+	f := cfg.Format
+	if f == (hw.AudioFormat{}) {
+		f = hw.TTSFormat
+	}
+	if f.SampleRate < wav.MinSampleRate || f.SampleRate > wav.MaxSampleRate || f.Channels < 1 || f.Channels > wav.MaxChannels {
+		return nil, fmt.Errorf("sim: speaker format %v not supported (want %d..%d Hz, 1 or 2 channels)", f, wav.MinSampleRate, wav.MaxSampleRate)
+	}
+	if cfg.PeriodFrames < 0 || cfg.BlockLog < 0 {
+		return nil, fmt.Errorf("sim: speaker period %d frames / block log %d must not be negative", cfg.PeriodFrames, cfg.BlockLog)
+	}
+	s := &Speaker{clk: clk, pace: newPacer(clk), format: f, period: cfg.PeriodFrames, keep: cfg.Keep}
+	if s.period == 0 {
+		s.period = f.SampleRate / 50
+	}
+	n := cfg.BlockLog
+	if n == 0 {
+		n = DefaultBlockLog
+	}
+	s.blocks = make([]Block, n)
+	if cfg.WAVPath != "" {
+		file, err := os.Create(cfg.WAVPath)
+		if err != nil {
+			return nil, fmt.Errorf("sim: speaker: %w", err)
+		}
+		w, err := wav.NewWriter(file, f.SampleRate, f.Channels)
+		if err != nil {
+			file.Close()
+			return nil, fmt.Errorf("sim: speaker: %w", err)
+		}
+		s.file, s.wav = file, w
+	}
+	return s, nil
+}
+
+// Format implements hw.AudioSink.
+func (s *Speaker) Format() hw.AudioFormat { return s.format }
+
+// PeriodFrames implements hw.Periodic.
+func (s *Speaker) PeriodFrames() int { return s.period }
+
+// Write implements hw.AudioSink. len(p) must be whole frames. The block is
+// recorded (WAV, memory, Blocks) before Write waits for it to play, so a
+// Close during the wait still leaves it recorded.
+func (s *Speaker) Write(p []int16) error {
+	if len(p)%s.format.Channels != 0 {
+		return fmt.Errorf("sim: speaker write of %d samples is not whole %d-channel frames", len(p), s.format.Channels)
+	}
+	frames := int64(len(p) / s.format.Channels)
+	now := s.clk.Mono()
+	underrun := false
+	// A caller up to one period late is not an underrun: a real device
+	// holds at least a period of audio beyond what Write blocks for.
+	slack := durationOf(int64(s.period), s.format.SampleRate)
+	if !s.started || now > s.base+durationOf(s.frames, s.format.SampleRate)+slack {
+		underrun = s.started
+		s.started, s.base, s.frames = true, now, 0
+	}
+	at := s.base + durationOf(s.frames, s.format.SampleRate)
+	s.frames += frames
+
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return hw.ErrClosed
+	}
+	if underrun {
+		s.underruns++
+	}
+	s.blocks[s.nblocks%len(s.blocks)] = Block{At: at, Frames: int(frames)}
+	s.nblocks++
+	if s.keep {
+		s.samples = append(s.samples, p...)
+	}
+	if s.wav != nil && s.wavErr == nil {
+		s.wavErr = s.wav.Write(p)
+	}
+	s.mu.Unlock()
+
+	return s.pace.waitUntil(s.base + durationOf(s.frames, s.format.SampleRate))
+}
+
+// Close implements hw.AudioSink: a blocked Write returns hw.ErrClosed, the
+// WAV file is finalized and closed. It returns the first WAV error, if any.
+// It is idempotent.
+func (s *Speaker) Close() error {
+	s.pace.close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.wav == nil {
+		return nil
+	}
+	err := s.wavErr
+	if cerr := s.wav.Close(); err == nil {
+		err = cerr
+	}
+	if cerr := s.file.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sim: speaker: recording %s: %w", s.file.Name(), err)
+	}
+	return nil
+}
+
+// Samples returns a copy of everything written, or nil unless
+// SpeakerConfig.Keep is set.
+func (s *Speaker) Samples() []int16 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.keep {
+		return nil
+	}
+	return append([]int16(nil), s.samples...)
+}
+
+// Blocks returns the most recent blocks (up to SpeakerConfig.BlockLog),
+// oldest first.
+func (s *Speaker) Blocks() []Block {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := min(s.nblocks, len(s.blocks))
+	out := make([]Block, 0, n)
+	for i := s.nblocks - n; i < s.nblocks; i++ {
+		out = append(out, s.blocks[i%len(s.blocks)])
+	}
+	return out
+}
+
+// Underruns returns how many times a Write found the speaker already idle
+// (more than one period after the previous block finished playing), not
+// counting the first Write.
+func (s *Speaker) Underruns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.underruns
+}
