@@ -132,7 +132,7 @@ type Server struct {
 
 	m struct {
 		sessions, badFrames, badMessages, micFrames, videoFrames, controlMsgs *metrics.Counter
-		utterances, responses, interrupts, ttsChunks, authFailures          *metrics.Counter
+		utterances, responses, interrupts, ttsChunks, authFailures            *metrics.Counter
 	}
 }
 
