@@ -32,7 +32,7 @@ func (a *agent) writeSummary(w io.Writer) {
 		}
 	}
 	if p50, p99, n := a.player.Latencies(); n > 0 {
-		fmt.Fprintf(w, "  latency:   TTS chunk receipt → handed to device p50 %v p99 %v (%d chunks)\n", p50.Round(time.Microsecond*100), p99.Round(time.Microsecond*100), n)
+		fmt.Fprintf(w, "  latency:   TTS slot receipt → handed to device p50 %v p99 %v (%d slots; includes queueing when the gateway streams faster than real time)\n", p50.Round(time.Microsecond*100), p99.Round(time.Microsecond*100), n)
 	}
 	if a.opts.sim && a.cfg.Sim.SpeakerWAV != "" {
 		fmt.Fprintf(w, "  played audio: %s\n", a.cfg.Sim.SpeakerWAV)
