@@ -108,7 +108,7 @@ func Default() Config {
 		Device:   Device{ID: host, Model: "generic"},
 		Gateway:  Gateway{TTSMode: "binary", Speed: 4},
 		Audio:    Audio{Config: capture.Config{Mode: capture.ModeVAD}.WithDefaults(), MicQueueMS: 2000},
-		Playback: Playback{PrebufferMS: 60, BufferMS: 5000, FadeMS: 4, PeriodMS: 10},
+		Playback: Playback{PrebufferMS: 60, BufferMS: 10000, FadeMS: 4, PeriodMS: 10},
 		Sim:      Sim{SpeechMS: 1500, SilenceMS: 4000, SpeakerWAV: "out/played.wav"},
 		Log:      Log{Level: "info", Format: "text"},
 	}

@@ -310,14 +310,16 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 	} else {
 		err = errors.New("first message is binary, want hello")
 	}
+	code, closeCode := protocol.ErrorCode(err), websocket.CloseProtocolError
 	if err == nil && hello.DeviceID != dev {
 		err = fmt.Errorf("hello device_id %q differs from X-Robot-Device-Id %q", hello.DeviceID, dev)
+		code, closeCode = protocol.CodeUnauthorized, websocket.ClosePolicyViolation
 	}
 	if err != nil {
 		s.m.badMessages.Inc()
-		e, _ := protocol.Marshal(&protocol.Error{Code: protocol.CodeBadMessage, Msg: "gateway: " + err.Error()})
+		e, _ := protocol.Marshal(&protocol.Error{Code: code, Msg: "gateway: " + err.Error()})
 		conn.WriteMessage(websocket.TextMessage, e)
-		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseProtocolError, "bad hello"), time.Now().Add(time.Second))
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(closeCode, "bad hello"), time.Now().Add(time.Second))
 		s.log.Warn("gateway: bad hello", "device", dev, "err", err)
 		return
 	}
@@ -455,7 +457,7 @@ func (ss *Session) readLoop(ctx context.Context, conn *websocket.Conn, timeout t
 			if err != nil {
 				s.m.badFrames.Inc()
 				s.log.Warn("gateway: rejected binary frame", "session", ss.ID, "err", err)
-				ss.Send(&protocol.Error{Code: protocol.CodeBadFrame, Msg: "gateway: " + err.Error()})
+				ss.Send(&protocol.Error{Code: protocol.FrameErrorCode(err), Msg: "gateway: " + err.Error()})
 				continue
 			}
 			s.record(Event{Session: ss.ID, At: now, Header: &h, Payload: append([]byte(nil), payload...)})

@@ -3,6 +3,7 @@ package gateway
 import (
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -165,8 +166,11 @@ func TestBadHelloIsRefused(t *testing.T) {
 	if !ok || !strings.Contains(e.Msg, "differs from X-Robot-Device-Id") {
 		t.Fatalf("got %#v, want an error naming the device id mismatch", m)
 	}
-	if _, _, err := c.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseProtocolError) {
-		t.Fatalf("after a bad hello: %v, want close 1002", err)
+	if e.Code != protocol.CodeUnauthorized {
+		t.Fatalf("device id mismatch: code %q, want unauthorized", e.Code)
+	}
+	if _, _, err := c.ReadMessage(); !websocket.IsCloseError(err, websocket.ClosePolicyViolation) {
+		t.Fatalf("after a bad hello: %v, want close 1008", err)
 	}
 }
 
@@ -251,9 +255,22 @@ func TestBadRobotInputKeepsSession(t *testing.T) {
 }
 
 func TestUpsample16to24(t *testing.T) {
-	in := []int16{0, 300, 600, 900}
+	// A 500 Hz tone at 16 kHz comes out as the same tone at 24 kHz, aligned.
+	in := make([]int16, 1600)
+	for i := range in {
+		in[i] = int16(10000 * math.Sin(2*math.Pi*500*float64(i)/16000))
+	}
 	out := Upsample16to24(in)
-	if len(out) != 6 || out[0] != 0 || out[3] != 600 {
-		t.Fatalf("Upsample16to24(%v) = %v", in, out)
+	if len(out) != 2400 {
+		t.Fatalf("len = %d, want 2400", len(out))
+	}
+	var maxErr float64
+	for i := 100; i < 2300; i++ {
+		want := 10000 * math.Sin(2*math.Pi*500*float64(i)/24000)
+		maxErr = math.Max(maxErr, math.Abs(float64(out[i])-want))
+	}
+	// Within half an output sample of alignment (the delay is fractional).
+	if maxErr > 700 {
+		t.Fatalf("resampled tone deviates by up to %.0f (of 10000) from the ideal", maxErr)
 	}
 }

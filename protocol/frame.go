@@ -199,6 +199,9 @@ func ParseHeader(msg []byte) (Header, []byte, error) {
 	if uint64(h.Length) != uint64(len(msg)-HeaderSize) {
 		return h, nil, fmt.Errorf("%w: header length field %d, but %d payload bytes follow", ErrMalformed, h.Length, len(msg)-HeaderSize)
 	}
+	if (h.Kind == KindMicAudio || h.Kind == KindTTSAudio) && h.Stream == 0 {
+		return h, nil, fmt.Errorf("%w: %s frame with stream id 0 (utterance and response ids start at 1)", ErrMalformed, h.Kind)
+	}
 	if (h.Kind == KindMicAudio || h.Kind == KindTTSAudio) && h.Length%2 != 0 {
 		return h, nil, fmt.Errorf("%w: %s payload of %d bytes is not whole PCM16 samples", ErrMalformed, h.Kind, h.Length)
 	}

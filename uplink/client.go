@@ -36,6 +36,7 @@ import (
 	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/playback"
 	"github.com/robot-agent/robot-agent/protocol"
 )
 
@@ -183,6 +184,8 @@ type Client struct {
 	seenMu sync.Mutex
 	seen   map[string]struct{}
 	seenQ  []string
+
+	lastRefused uint32 // read pump only: last response whose audio was refused
 
 	up        atomic.Bool
 	sessionID atomic.Value // string
@@ -711,13 +714,33 @@ func (c *Client) handleBinary(msg []byte) {
 		return
 	}
 	if len(payload) > 0 {
-		if err := c.tts.PushPCM(h.Stream, payload); err != nil {
-			c.m.staleTTS.Inc()
-		}
+		c.pushTTS(h.Stream, payload)
 	}
 	if h.Flag == protocol.FlagTTSLast {
 		c.tts.EndResponse(h.Stream)
 	}
+}
+
+// pushTTS hands audio to the jitter buffer. A refused chunk is counted; the
+// first refusal per response is reported to the gateway (stale_response for
+// interrupted or finished responses), so a misbehaving gateway hears about
+// it once, not per chunk. Read pump only.
+func (c *Client) pushTTS(id uint32, pcm []byte) {
+	err := c.tts.PushPCM(id, pcm)
+	if err == nil {
+		return
+	}
+	c.m.staleTTS.Inc()
+	if id == c.lastRefused {
+		return
+	}
+	c.lastRefused = id
+	code := protocol.CodeBadFrame
+	if errors.Is(err, playback.ErrStale) {
+		code = protocol.CodeStaleResponse
+	}
+	c.log.Info("uplink: TTS audio refused by the jitter buffer", "response", id, "err", err)
+	c.sendError(code, fmt.Sprintf("uplink: tts audio for response %d dropped: %v", id, err), "")
 }
 
 func (c *Client) handleText(ctx context.Context, msg []byte) error {
@@ -748,9 +771,7 @@ func (c *Client) handleText(ctx context.Context, msg []byte) error {
 		c.m.ttsBytes.Add(int64(len(v.Audio)))
 		if c.tts != nil {
 			if len(v.Audio) > 0 {
-				if err := c.tts.PushPCM(v.ResponseID, v.Audio); err != nil {
-					c.m.staleTTS.Inc()
-				}
+				c.pushTTS(v.ResponseID, v.Audio)
 			}
 			if v.Last {
 				c.tts.EndResponse(v.ResponseID)
