@@ -124,3 +124,25 @@ func TestEnvAndToken(t *testing.T) {
 		t.Fatalf("empty token file: %v", err)
 	}
 }
+
+// FuzzDecode: any YAML input gives a config or an error wrapping
+// ErrInvalid, never a panic.
+func FuzzDecode(f *testing.F) {
+	f.Add("device:\n  id: x\n")
+	f.Add("audio:\n  frame_ms: [1, 2]\n")
+	f.Add("audio: {vad: {preroll_ms: 99999999999999999999}}")
+	f.Add("gateway: !!binary AAAA")
+	f.Add("\xff\xfe")
+	f.Add("&a [*a]")
+	f.Add("state: {x: 1}\nunknown: 2\n")
+	f.Fuzz(func(t *testing.T, y string) {
+		c := Default()
+		if err := Decode(strings.NewReader(y), &c, "state"); err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		_ = c.Validate()
+	})
+}

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func runCLI(args ...string) (int, string, string) {
@@ -76,4 +78,33 @@ func TestRunSimShortSession(t *testing.T) {
 	if st, err := os.Stat(wav); err != nil || st.Size() < 44+2*24000 {
 		t.Fatalf("played WAV %v %v: want at least 1 s of audio", st, err)
 	}
+}
+
+// TestRunStopsCleanlyOnSIGTERM: a running agent told to stop drains and
+// exits with status 0 within a few seconds, and prints its summary.
+func TestRunStopsCleanlyOnSIGTERM(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a session")
+	}
+	done := make(chan struct{})
+	var code int
+	var out string
+	go func() {
+		code, out, _ = runCLI("run", "--sim", "--speaker-wav", filepath.Join(t.TempDir(), "p.wav"), "--log-level", "error")
+		close(done)
+	}()
+	time.Sleep(1500 * time.Millisecond)
+	start := time.Now()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(6 * time.Second):
+		t.Fatal("agent did not exit within 6 s of SIGTERM")
+	}
+	if code != 0 || !strings.Contains(out, "robot-agent summary") || !strings.Contains(out, "1 session(s)") {
+		t.Fatalf("exit %d, summary:\n%s", code, out)
+	}
+	t.Logf("stopped %v after SIGTERM", time.Since(start).Round(time.Millisecond))
 }
