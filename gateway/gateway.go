@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/http"
 	"sort"
 	"strings"
@@ -62,6 +63,14 @@ type Config struct {
 	NoEcho bool
 	// NoBargeIn disables interrupting a reply when the robot speaks.
 	NoBargeIn bool
+	// Decision answers every robot function_call (delegate, override or
+	// illegal); empty means delegate. "none" sends no decision.
+	Decision string
+	// GreetSkill, if set, is sent to the robot after each greeting (for
+	// example a gpio.blink of the robot's eyes).
+	GreetSkill *protocol.Skill
+	// NoGreeting disables answering greet_signal with a greeting.
+	NoGreeting bool
 	// ReplyPrefixMS of a 440 Hz-free lead-in silence is not added: the echo
 	// is the utterance itself, resampled 16 → 24 kHz.
 }
@@ -88,6 +97,11 @@ func (c *Config) defaults() {
 func (c Config) Validate() error {
 	if c.TTSMode != "" && c.TTSMode != TTSBinary && c.TTSMode != TTSBase64 {
 		return fmt.Errorf("gateway: tts_mode %q is not binary or base64", c.TTSMode)
+	}
+	switch c.Decision {
+	case "", "none", protocol.DecisionDelegate, protocol.DecisionOverride, protocol.DecisionIllegal:
+	default:
+		return fmt.Errorf("gateway: decision %q is not delegate, override, illegal or none", c.Decision)
 	}
 	if c.Speed < 0 || c.Speed > 100 {
 		return fmt.Errorf("gateway: speed %v is outside 0..100", c.Speed)
@@ -279,6 +293,11 @@ type Session struct {
 	srv  *Server
 	out  chan outMsg
 	done chan struct{}
+
+	// streamMu is held while one response's audio is being sent, so
+	// responses never interleave on the wire (the robot's jitter buffer
+	// plays them in arrival order).
+	streamMu sync.Mutex
 
 	mu        sync.Mutex
 	utt       map[uint32][]int16
@@ -503,8 +522,17 @@ func (ss *Session) onControl(m protocol.Message) {
 		s.log.Info("gateway: face_info", "session", ss.ID, "event", v.EventID, "identities", v.Identities)
 	case *protocol.GreetSignal:
 		s.log.Info("gateway: greet_signal", "session", ss.ID, "event", v.EventID, "uid", v.UID)
+		if !s.cfg.NoGreeting {
+			go ss.greet(v.UID)
+		}
 	case *protocol.FunctionCall:
 		s.log.Info("gateway: function_call", "session", ss.ID, "event", v.EventID, "call", v.FunctionCall)
+		if d := s.cfg.Decision; d != "none" {
+			if d == "" {
+				d = protocol.DecisionDelegate
+			}
+			ss.Send(&protocol.Arbiter{Ref: v.EventID, Decision: d})
+		}
 	case *protocol.SkillResult:
 		s.log.Info("gateway: skill_result", "session", ss.ID, "ref", v.Ref, "ok", v.OK, "error", v.Error)
 	case *protocol.PlaybackProgress:
@@ -596,6 +624,60 @@ func (ss *Session) respond(ctx context.Context, utt uint32, pcm16k []int16) {
 	go ss.streamTTS(rctx, id, pcm)
 }
 
+// greet answers a greet signal the way the gateway SDK's GreetResponse
+// does: VLM text deltas, then TTS (a two-note chime here) as base64
+// greet_tts_delta chunks, then the optional GreetSkill.
+func (ss *Session) greet(uid string) {
+	s := ss.srv
+	ss.streamMu.Lock()
+	defer ss.streamMu.Unlock()
+	ss.mu.Lock()
+	ss.nextResp++
+	id := ss.nextResp
+	ss.mu.Unlock()
+	s.m.responses.Inc()
+	name := uid
+	if name == "" {
+		name = "there"
+	}
+	ss.Send(&protocol.Text{Meta: protocol.Meta{Type: protocol.TypeGreetVLMDelta}, ResponseID: id, Text: "Hello, " + name + "!"})
+	ss.Send(&protocol.Text{Meta: protocol.Meta{Type: protocol.TypeGreetVLMDone}, ResponseID: id})
+	chime := Chime()
+	chunk := 24000 * s.cfg.ChunkMS / 1000
+	for off := 0; off < len(chime); off += chunk {
+		end := min(off+chunk, len(chime))
+		b := make([]byte, 2*(end-off))
+		for i, v := range chime[off:end] {
+			b[2*i], b[2*i+1] = byte(v), byte(uint16(v)>>8)
+		}
+		if ss.Send(&protocol.TTS{Meta: protocol.Meta{Type: protocol.TypeGreetTTS}, ResponseID: id, AudioB64: base64.StdEncoding.EncodeToString(b)}) != nil {
+			return
+		}
+	}
+	ss.Send(&protocol.TTSDone{Meta: protocol.Meta{Type: protocol.TypeGreetTTSDone}, ResponseID: id})
+	if s.cfg.GreetSkill != nil {
+		sk := *s.cfg.GreetSkill
+		ss.Send(&sk)
+	}
+}
+
+// Chime is the greeting sound: 660 Hz then 880 Hz, 250 ms each, with short
+// fades, at 24 kHz.
+func Chime() []int16 {
+	const n = 6000
+	out := make([]int16, 2*n)
+	for i := range out {
+		f := 660.0
+		j := i
+		if i >= n {
+			f, j = 880.0, i-n
+		}
+		env := math.Min(1, math.Min(float64(j)/240, float64(n-j)/240))
+		out[i] = int16(6000 * env * math.Sin(2*math.Pi*f*float64(j)/24000))
+	}
+	return out
+}
+
 // StreamTTS streams pcm (24 kHz mono) to the robot as a new response and
 // returns its response id. Tests use it to send known audio.
 func (ss *Session) StreamTTS(ctx context.Context, pcm []int16) uint32 {
@@ -638,6 +720,11 @@ func (ss *Session) stopActive() {
 
 func (ss *Session) streamTTS(ctx context.Context, id uint32, pcm []int16) {
 	s := ss.srv
+	ss.streamMu.Lock()
+	defer ss.streamMu.Unlock()
+	if ctx.Err() != nil {
+		return
+	}
 	chunk := 24000 * s.cfg.ChunkMS / 1000
 	pace := time.Duration(float64(time.Duration(s.cfg.ChunkMS)*time.Millisecond) / s.cfg.Speed)
 	t := time.NewTicker(pace)

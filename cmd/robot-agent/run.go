@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -212,6 +213,7 @@ type agent struct {
 	client   *uplink.Client
 	control  *controlHandler
 	progress *progressReporter
+	robot    *robotParts
 	closers  []func() error
 	started  time.Time
 	stopped  time.Time
@@ -272,6 +274,9 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 		return nil, err
 	}
 	a.progress = newProgressReporter(a.player, a.client, log)
+	if err := a.setupRobot(); err != nil {
+		return nil, err
+	}
 	if cfg.Metrics.Listen != "" {
 		if err := a.serveMetrics(cfg.Metrics.Listen); err != nil {
 			return nil, err
@@ -325,7 +330,10 @@ func capabilities() []string {
 }
 
 func (a *agent) startEmbeddedGateway() error {
-	gcfg := gateway.Config{Token: "sim-token", TTSMode: a.cfg.Gateway.TTSMode, Speed: a.cfg.Gateway.Speed}
+	gcfg := gateway.Config{Token: "sim-token", TTSMode: a.cfg.Gateway.TTSMode, Speed: a.cfg.Gateway.Speed,
+		// After greeting someone, blink the simulated robot's eyes: a skill
+		// that goes through the robot's safety arbiter to a GPIO output.
+		GreetSkill: &protocol.Skill{Skill: "gpio.blink", Args: json.RawMessage(`{"pin":"led_eyes","times":3,"period_ms":200}`)}}
 	if a.opts.gwConfig != nil {
 		gcfg = *a.opts.gwConfig
 	}
@@ -426,6 +434,7 @@ func (a *agent) run(ctx context.Context) error {
 		}
 	}()
 	go func() { defer play.Done(); a.progress.run(playCtx) }()
+	a.robot.start(a)
 
 	capErr := a.pump.Run(ctx)
 	if capErr != nil && !errors.Is(capErr, context.Canceled) && ctx.Err() == nil {
@@ -433,6 +442,7 @@ func (a *agent) run(ctx context.Context) error {
 		errs <- capErr
 	}
 	a.log.Info("shutting down: capture stopped, draining uplink")
+	a.robot.stop()
 	upCancel()
 	select {
 	case <-upDone:

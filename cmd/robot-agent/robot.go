@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/robot-agent/robot-agent/identity"
+	"github.com/robot-agent/robot-agent/skills"
+	"github.com/robot-agent/robot-agent/state"
+	"github.com/robot-agent/robot-agent/state/modules"
+)
+
+// robotParts are the control-lane producers and consumers besides audio:
+// state modules (GPIO, IMU, battery, thermal), the recogniser endpoint
+// (faces, greetings) and the skills/function-call arbiter.
+type robotParts struct {
+	set *modules.Set
+	arb *skills.Arbiter
+	ids *identity.Server
+	sim *modules.Sim
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// decodeSection strictly decodes the optional top-level section name into
+// dst; it reports whether the section was present.
+func decodeSection(extra map[string]yaml.Node, name string, dst any) (bool, error) {
+	n, ok := extra[name]
+	if !ok {
+		return false, nil
+	}
+	b, err := yaml.Marshal(&n)
+	if err != nil {
+		return true, fmt.Errorf("config: %s: %w", name, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(dst); err != nil {
+		return true, fmt.Errorf("config: %s (line %d): %w", name, n.Line, err)
+	}
+	return true, nil
+}
+
+// setupRobot builds the state modules, recogniser endpoint and arbiter.
+// With --sim and no state section the simulated robot is used (scripted
+// button, IMU playback, fake sysfs, simulated recogniser, simulated LED).
+func (a *agent) setupRobot() error {
+	var stCfg state.Config
+	var skCfg skills.Config
+	var idCfg identity.Config
+	hasState, err := decodeSection(a.cfg.Extra, "state", &stCfg)
+	if err != nil {
+		return err
+	}
+	if _, err := decodeSection(a.cfg.Extra, "skills", &skCfg); err != nil {
+		return err
+	}
+	hasID, err := decodeSection(a.cfg.Extra, "identity", &idCfg)
+	if err != nil {
+		return err
+	}
+	deps := state.Deps{Clock: a.clk, Log: a.log, Metrics: a.reg}
+	r := &robotParts{}
+	var devs modules.Devices
+	if a.opts.sim {
+		if !hasState {
+			st, sk, id := modules.SimConfig("")
+			stCfg, skCfg = st, sk
+			if !hasID {
+				idCfg = id
+			}
+		}
+		r.sim = modules.NewSim(stCfg, deps)
+		devs = r.sim.Devices
+	} else {
+		devs = modules.RealDevices(stCfg)
+	}
+	if r.set, err = modules.Build(stCfg, devs, a.client, deps); err != nil {
+		return err
+	}
+	if r.arb, err = skills.New(skCfg, r.set.Outputs(), a.client, deps); err != nil {
+		return err
+	}
+	r.set.Raiser(r.arb)
+	a.client.AddObserver(r.arb)
+	a.control.skills, a.control.arbiter = r.arb, r.arb
+	if r.sim != nil {
+		r.sim.RegisterHandlers(r.arb)
+	}
+	if r.ids, err = identity.New(idCfg, a.client, deps); err != nil {
+		return err
+	}
+	a.robot = r
+	return nil
+}
+
+// start runs the modules, the recogniser endpoint and the simulator.
+func (r *robotParts) start(a *agent) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
+	r.set.Manager.Start(ctx)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if err := r.ids.Run(ctx); err != nil && ctx.Err() == nil {
+			a.log.Error("identity endpoint stopped", "err", err)
+		}
+	}()
+	if r.sim != nil {
+		r.wg.Add(1)
+		go func() {
+			defer r.wg.Done()
+			if err := r.sim.Run(ctx, r.ids.SubmitLine); err != nil && ctx.Err() == nil {
+				a.log.Error("robot simulator stopped", "err", err)
+			}
+		}()
+	}
+}
+
+// stop stops producing events, then puts every output in its safe state.
+func (r *robotParts) stop() {
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	r.set.Manager.Stop()
+	r.wg.Wait()
+	r.arb.Close()
+	r.cancel = nil
+}
