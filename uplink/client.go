@@ -212,6 +212,12 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, t
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if reg == nil {
+		reg = metrics.NewRegistry()
+	}
 	c := &Client{
 		cfg: cfg, clk: clk, log: log, tts: tts, handler: handler,
 		wake:      make(chan struct{}, 1),
