@@ -3,6 +3,7 @@ module github.com/robot-agent/robot-agent
 go 1.26
 
 require (
+	github.com/blackjack/webcam v0.6.1 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/gordonklaus/portaudio v0.0.0-20250206071425-98a94950218b // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Prints the build tags for the real-device binary on this machine:
-# portaudio when portaudio19-dev is installed.
+# portaudio when portaudio19-dev is installed, x264 (the H264 encoder)
+# when libx264-dev is.
 tags=()
 if pkg-config --exists portaudio-2.0 2>/dev/null; then tags+=(portaudio); fi
+if pkg-config --exists x264 2>/dev/null; then tags+=(x264); fi
 echo "${tags[*]}"

@@ -25,6 +25,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -300,6 +301,10 @@ func (c *Client) SendVideo(h protocol.Header, payload []byte) bool {
 	return ok
 }
 
+// VideoQueueDepth returns how many video frames wait in the lane; the
+// video pipeline resumes after a drop once it is 0.
+func (c *Client) VideoQueueDepth() int { return c.video.depth() }
+
 // SendEphemeral queues a control message that is not acked nor resent
 // (periodic playback progress). It never blocks; when the small queue is
 // full the message is dropped and counted.
@@ -396,8 +401,15 @@ func (e *goAwayError) Error() string {
 	return fmt.Sprintf("uplink: gateway sent go_away (%s), reconnect after %v", e.reason, e.after)
 }
 
+// notSentLowat is the most bytes the kernel may hold unsent on the uplink
+// socket (see limitUnsent): about 0.1 s of video at 1.3 Mbit/s, so audio
+// never queues behind seconds of video inside the kernel.
+const notSentLowat = 16 << 10
+
 func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
+	nd := &net.Dialer{Control: limitUnsent}
 	d := websocket.Dialer{
+		NetDialContext:   nd.DialContext,
 		Subprotocols:     []string{protocol.Subprotocol},
 		HandshakeTimeout: c.cfg.HandshakeTimeout,
 		Proxy:            http.ProxyFromEnvironment,
@@ -491,6 +503,10 @@ func (c *Client) session(ctx context.Context) error {
 	timeout := time.Duration(ka.TimeoutMS) * time.Millisecond
 	c.sessionID.Store(gh.SessionID)
 	c.outbox.rewind()
+	// Video queued for the old connection is stale; the video pipeline
+	// starts every session with a key frame. (The write pump, the lane's
+	// only consumer, is not running between sessions.)
+	c.video.head.Store(c.video.tail.Load())
 	if c.tts != nil {
 		// Response ids restart per session: nothing buffered from the old
 		// session may play into the new one.
