@@ -125,6 +125,9 @@ type Hooks struct {
 	OnMic   func(s *Session, h protocol.Header, pcm []byte)
 	OnVideo func(s *Session, h protocol.Header, payload []byte)
 	OnMsg   func(s *Session, m protocol.Message)
+	// BeforeAck, if set, decides whether a robot control message is acked
+	// (tests use it to leave messages unacknowledged).
+	BeforeAck func(s *Session, m protocol.Message) bool
 }
 
 // Server is the embedded gateway. It implements http.Handler.
@@ -300,6 +303,7 @@ type Session struct {
 	streamMu sync.Mutex
 
 	mu        sync.Mutex
+	conn      *websocket.Conn
 	utt       map[uint32][]int16
 	nextResp  uint32
 	active    uint32             // response being streamed/played, 0 if none
@@ -348,6 +352,7 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 		out:  make(chan outMsg, 4096),
 		done: make(chan struct{}),
 		utt:  make(map[uint32][]int16),
+		conn: conn,
 	}
 	gh := &protocol.GatewayHello{
 		Protocol: protocol.Version, SessionID: ss.ID,
@@ -455,6 +460,17 @@ func (ss *Session) Close(reason string) {
 	ss.send(outMsg{websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, reason)})
 }
 
+// Abort drops the connection without a close frame, as a network failure
+// would.
+func (ss *Session) Abort() {
+	ss.mu.Lock()
+	c := ss.conn
+	ss.mu.Unlock()
+	if c != nil {
+		c.UnderlyingConn().Close()
+	}
+}
+
 // Done is closed when the session has ended.
 func (ss *Session) Done() <-chan struct{} { return ss.done }
 
@@ -511,7 +527,8 @@ func (ss *Session) readLoop(ctx context.Context, conn *websocket.Conn, timeout t
 func (ss *Session) onControl(m protocol.Message) {
 	s := ss.srv
 	env := m.Envelope()
-	if _, isAck := m.(*protocol.Ack); !isAck && env.EventID != "" {
+	ack := s.hooks.BeforeAck == nil || s.hooks.BeforeAck(ss, m)
+	if _, isAck := m.(*protocol.Ack); ack && !isAck && env.EventID != "" {
 		data, _ := protocol.Marshal(&protocol.Ack{Meta: protocol.Meta{Type: protocol.TypeAck, EventID: env.EventID}})
 		ss.SendRaw(websocket.TextMessage, data)
 	}

@@ -475,3 +475,55 @@ func TestConfigValidate(t *testing.T) {
 	}
 	_ = errors.New
 }
+
+// TestControlLaneResentAfterAbruptDrop: the gateway withholds the ack of one
+// message and the connection dies without a close frame; after the
+// reconnect the robot sends that message again and nothing is lost.
+func TestControlLaneResentAfterAbruptDrop(t *testing.T) {
+	clk := clock.NewReal()
+	var withheld atomic.Bool
+	var gw *gateway.Server
+	hooks := gateway.Hooks{BeforeAck: func(s *gateway.Session, m protocol.Message) bool {
+		if st, ok := m.(*protocol.State); ok && st.EventID == "boot-3" && withheld.CompareAndSwap(false, true) {
+			go s.Abort()
+			return false
+		}
+		return true
+	}}
+	gw, err := gateway.New(gateway.Config{}, clk, metrics.NewRegistry(), testLogger(t), hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	reg := metrics.NewRegistry()
+	c, err := New(Config{URL: wsURL(srv), Token: "x", DeviceID: "r", BackoffBase: 20 * time.Millisecond,
+		Hello: protocol.RobotHello{BootID: "boot", AudioUp: protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1}}},
+		clk, reg, testLogger(t), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	waitFor(t, "session", c.Up)
+	for i := 1; i <= 8; i++ {
+		c.Emit(state("s", i))
+	}
+	waitFor(t, "everything acked after the reconnect", func() bool {
+		return reg.Value("robot_agent_uplink_connects_total") >= 2 && c.Outbox().Len() == 0
+	})
+	count := map[string]int{}
+	for _, id := range gatewayStates(gw) {
+		count[id]++
+	}
+	for i := 1; i <= 8; i++ {
+		if count[fmt.Sprintf("boot-%d", i)] == 0 {
+			t.Fatalf("boot-%d never reached the gateway (%v)", i, count)
+		}
+	}
+	if count["boot-3"] < 2 || reg.Value("robot_agent_control_resent_total") < 1 {
+		t.Fatalf("the unacked message was not resent: seen %d times, resent counter %d", count["boot-3"], reg.Value("robot_agent_control_resent_total"))
+	}
+}
