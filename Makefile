@@ -12,6 +12,9 @@ TAGS      ?= $(shell scripts/detect-tags.sh)
 
 .PHONY: all run build build-sim test test-go bench lint fmt vet fuzz clean hil deps
 
+# Cross builds, emulated ARM tests, .deb packages, unit checks (issue 6).
+include build/build.mk
+
 all: lint test build
 
 ## run: simulated mic and speaker against the embedded gateway, then a summary.
@@ -52,6 +55,10 @@ fmt:
 vet:
 	$(GO) vet ./...
 	CGO_ENABLED=0 $(GO) vet ./...
+
+## hil: hardware-in-the-loop check on a board with a USB mic, speaker and camera.
+hil:
+	@scripts/hil.sh
 
 clean:
 	rm -rf bin out dist

@@ -6,11 +6,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
 TAGS="$(scripts/detect-tags.sh)"
+COUNT="${BENCH_COUNT:-3}"
 mkdir -p out
 {
   echo "# $(date -u +%FT%TZ) $(go version) $(nproc) cores tags='${TAGS}'"
-  go test -run '^$' -bench . -benchmem -count 3 ./playback/ ./uplink/ ./capture/ ./codec/... ./protocol/
-  go test -run '^$' -bench EndToEndLatency -benchtime 1x -count 3 ./cmd/robot-agent/
-  for extra in scripts/bench.d/*.sh; do [ -x "$extra" ] && "$extra" "$TAGS"; done
+  # v0 spine: jitter buffer vs channel baseline, fast-lane paths, codecs.
+  go test -tags "${TAGS}" -run '^$' -bench . -benchmem -count "${COUNT}" \
+    ./playback/ ./uplink/ ./capture/ ./protocol/ ./codec/...
+  # End-to-end loopback latency (one 6 s session per count).
+  go test -run '^$' -bench EndToEndLatency -benchtime 1x -count "${COUNT}" ./cmd/robot-agent/
+  # State modules: cost per event to the wire, IMU sampling.
+  go test -run '^$' -bench . -benchmem -count "${COUNT}" ./state/... ./identity/
+  # Video: pipeline CPU at 640x480 15 fps (capture-only baseline in the same run).
+  go test -tags "${TAGS}" -run '^$' -bench . -benchmem -count "${COUNT}" ./video/
+  for extra in scripts/bench.d/*.sh; do [ -x "$extra" ] && "$extra" "$TAGS" "$COUNT"; done
 } 2>&1 | tee out/bench.txt
 echo "raw results: out/bench.txt (summarised in docs/benchmarks.md)"

@@ -17,5 +17,5 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
+$SUDO apt-get update -qq || echo "deps: apt-get update reported errors (continuing with the lists it got)"
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

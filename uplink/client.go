@@ -92,6 +92,10 @@ type Config struct {
 	OutboxLimit  int // unacked control messages; default 10000
 	EventPrefix  string
 	DrainTimeout time.Duration // on shutdown, time to flush queued frames; default 2 s
+	// Heartbeat, if set, is called at least every second while the
+	// client's loops are healthy — connected or backing off — for the
+	// service watchdog. It must not block.
+	Heartbeat func()
 }
 
 func (c *Config) defaults() {
@@ -130,6 +134,9 @@ func (c *Config) defaults() {
 	}
 	if c.DrainTimeout <= 0 {
 		c.DrainTimeout = 2 * time.Second
+	}
+	if c.Heartbeat == nil {
+		c.Heartbeat = func() {}
 	}
 	if c.EventPrefix == "" {
 		c.EventPrefix = c.DeviceID
@@ -370,12 +377,27 @@ func (c *Client) Run(ctx context.Context) error {
 		}
 		attempt++
 		c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
-		t := c.clk.NewTimer(d)
+		if !c.wait(ctx, d) {
+			return nil
+		}
+	}
+}
+
+// wait sleeps d on the client's clock, beating the heartbeat every second;
+// it returns false if ctx ended first.
+func (c *Client) wait(ctx context.Context, d time.Duration) bool {
+	t := c.clk.NewTimer(d)
+	defer t.Stop()
+	beat := time.NewTicker(time.Second)
+	defer beat.Stop()
+	for {
+		c.cfg.Heartbeat()
 		select {
 		case <-ctx.Done():
-			t.Stop()
-			return nil
+			return false
 		case <-t.C():
+			return true
+		case <-beat.C:
 		}
 	}
 }
@@ -555,6 +577,8 @@ func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery 
 	// the injected clock drives timestamps and reconnect backoff.
 	ping := time.NewTicker(pingEvery)
 	defer ping.Stop()
+	beat := time.NewTicker(time.Second)
+	defer beat.Stop()
 	write := func(mt int, data []byte) error {
 		conn.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
 		return conn.WriteMessage(mt, data)
@@ -563,7 +587,9 @@ func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery 
 		if err := c.flushQueues(write); err != nil {
 			return fmt.Errorf("uplink: write: %w", err)
 		}
+		c.cfg.Heartbeat()
 		select {
+		case <-beat.C:
 		case <-ctx.Done():
 			return c.closeGracefully(conn, write, readErr)
 		case err := <-readErr:

@@ -108,3 +108,20 @@ func TestRunStopsCleanlyOnSIGTERM(t *testing.T) {
 	}
 	t.Logf("stopped %v after SIGTERM", time.Since(start).Round(time.Millisecond))
 }
+
+// TestDoctorOnThisMachine: with no devices (an empty /dev and /sys), no
+// token and no gateway, doctor names each missing piece and exits 1.
+func TestDoctorOnThisMachine(t *testing.T) {
+	root := t.TempDir()
+	cfg := filepath.Join(root, "config.yaml")
+	os.WriteFile(cfg, []byte("gateway:\n  url: wss://127.0.0.1:1/v1/robot\n  token_file: "+filepath.Join(root, "no-token")+"\n"), 0o644)
+	code, out, _ := runCLI("doctor", "--root", root, "--user", "", "--config", cfg)
+	if code != 1 {
+		t.Fatalf("doctor exit %d, want 1:\n%s", code, out)
+	}
+	for _, want := range []string{"ok    config", "FAIL  gateway token", "FAIL  sound capture", "FAIL  sound playback", "WARN  camera", "FAIL  gpio", "FAIL  i2c", "FAIL  gateway", "fix:"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -57,7 +57,8 @@ func (a *agent) setupRobot() error {
 	if err != nil {
 		return err
 	}
-	if _, err := decodeSection(a.cfg.Extra, "skills", &skCfg); err != nil {
+	hasSkills, err := decodeSection(a.cfg.Extra, "skills", &skCfg)
+	if err != nil {
 		return err
 	}
 	hasID, err := decodeSection(a.cfg.Extra, "identity", &idCfg)
@@ -68,12 +69,16 @@ func (a *agent) setupRobot() error {
 	r := &robotParts{}
 	var devs modules.Devices
 	if a.opts.sim {
+		// Sections the file leaves out take the simulated robot's.
+		st, sk, id := modules.SimConfig("")
 		if !hasState {
-			st, sk, id := modules.SimConfig("")
-			stCfg, skCfg = st, sk
-			if !hasID {
-				idCfg = id
-			}
+			stCfg = st
+		}
+		if !hasSkills {
+			skCfg = sk
+		}
+		if !hasID {
+			idCfg = id
 		}
 		r.sim = modules.NewSim(stCfg, deps)
 		devs = r.sim.Devices

@@ -169,7 +169,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		ctx, cancel = context.WithTimeout(ctx, f.duration)
 		defer cancel()
 	}
-	a, err := newAgent(cfg, agentOptions{sim: f.sim}, clock.NewReal(), metrics.NewRegistry(), log)
+	clk, reg := clock.NewReal(), metrics.NewRegistry()
+	svc := newService(clk, log, reg)
+	a, err := newAgent(cfg, agentOptions{sim: f.sim, svc: svc}, clk, reg, log)
 	if err != nil {
 		log.Error("robot-agent: start failed", "err", err)
 		return 1
@@ -193,6 +195,8 @@ type agentOptions struct {
 	gwConfig *gateway.Config
 	// wrapTTS lets tests observe what the read pump hands the player.
 	wrapTTS func(uplink.TTSSink) uplink.TTSSink
+	// svc is the systemd integration (nil: none).
+	svc *service
 }
 
 // agent is every running part of robot-agent, wired together.
@@ -214,6 +218,7 @@ type agent struct {
 	control  *controlHandler
 	progress *progressReporter
 	robot    *robotParts
+	video    *videoPart
 	closers  []func() error
 	started  time.Time
 	stopped  time.Time
@@ -234,6 +239,12 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	if err := a.openAudio(); err != nil {
 		return nil, err
 	}
+	// The service watchdog pings only while the main loops run: the
+	// capture loop gets audio back from the mic, the playback loop hands
+	// periods to the speaker (both every few ms), the uplink beats each
+	// second connected or not.
+	a.mic = beatingSource{a.mic, opts.svc.heartbeat("capture", 10*time.Second)}
+	a.speaker = beatingSink{a.speaker, opts.svc.heartbeat("playback", 10*time.Second)}
 	a.player, err = playback.New(playback.Config{
 		PrebufferMS:  cfg.Playback.PrebufferMS,
 		FadeMS:       cfg.Playback.FadeMS,
@@ -260,7 +271,10 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	if a.gw != nil {
 		ucfg.URL, ucfg.Token = a.gwURL, "sim-token"
 	}
-	var tts uplink.TTSSink = a.player
+	ucfg.Heartbeat = opts.svc.heartbeat("uplink", 20*time.Second)
+	// An interrupt also drops what the device itself has queued (real
+	// devices with a flushable queue; a no-op otherwise).
+	tts := withDeviceFlush(a.player, a.speaker)
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
 	}
@@ -273,8 +287,12 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	if err != nil {
 		return nil, err
 	}
+	a.pump.SetGate(a.halfDuplexGate()) // real speaker: no self-interruption (audio_halfduplex.go)
 	a.progress = newProgressReporter(a.player, a.client, log)
 	if err := a.setupRobot(); err != nil {
+		return nil, err
+	}
+	if a.video, err = a.setupVideo(); err != nil {
 		return nil, err
 	}
 	if cfg.Metrics.Listen != "" {
@@ -366,7 +384,7 @@ func (a *agent) openAudio() error {
 		return nil
 	}
 	if !a.opts.sim {
-		mic, spk, err := openRealAudio(a.cfg, a.log)
+		mic, spk, err := openRealAudioWith(a.cfg, a.clk, a.reg, a.log)
 		if err != nil {
 			return err
 		}
@@ -435,6 +453,11 @@ func (a *agent) run(ctx context.Context) error {
 	}()
 	go func() { defer play.Done(); a.progress.run(playCtx) }()
 	a.robot.start(a)
+	a.video.start(a)
+	svcCtx, svcCancel := context.WithCancel(context.Background())
+	defer svcCancel()
+	go a.opts.svc.run(svcCtx)
+	a.opts.svc.ready()
 
 	capErr := a.pump.Run(ctx)
 	if capErr != nil && !errors.Is(capErr, context.Canceled) && ctx.Err() == nil {
@@ -442,7 +465,10 @@ func (a *agent) run(ctx context.Context) error {
 		errs <- capErr
 	}
 	a.log.Info("shutting down: capture stopped, draining uplink")
+	a.opts.svc.stopping()
+	svcCancel()
 	a.robot.stop()
+	a.video.stop()
 	upCancel()
 	select {
 	case <-upDone:

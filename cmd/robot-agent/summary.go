@@ -26,6 +26,7 @@ func (a *agent) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  control:   %d acked, %d unacked at exit, %d bad gateway messages\n",
 		v("robot_agent_control_acked_total"), a.client.Outbox().Len(),
 		v("robot_agent_uplink_bad_messages_total")+v("robot_agent_uplink_bad_frames_total")+v("robot_agent_uplink_unknown_types_total"))
+	a.video.writeSummary(w)
 	if a.gw != nil {
 		if p50, p99, n := percentiles(a.gw.MicLatencies()); n > 0 {
 			fmt.Fprintf(w, "  latency:   mic frame end → gateway p50 %v p99 %v (%d frames; VAD pre-roll frames are sent late by design)\n", p50, p99, n)

@@ -7,9 +7,17 @@ import (
 	"strings"
 )
 
-// buildTags lists the optional features compiled in; files behind build
-// tags append to it from their init-free var blocks.
-var buildTags []string
+// buildTags lists the optional features compiled in (constants set by the
+// tags_*.go twins).
+func buildTags() []string {
+	var tags []string
+	for _, t := range []string{tagPortAudio, tagX264} {
+		if t != "" {
+			tags = append(tags, t)
+		}
+	}
+	return tags
+}
 
 func versionString() string {
 	cgo := "false"
@@ -20,7 +28,7 @@ func versionString() string {
 			}
 		}
 	}
-	tags := strings.Join(buildTags, ",")
+	tags := strings.Join(buildTags(), ",")
 	if tags == "" {
 		tags = "none"
 	}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12's own packages, what cross builds, .deb packaging
+# and the emulated tests need: cross compilers, multiarch PortAudio and x264
+# -dev packages for arm64 and armhf (and amd64), qemu-user, file, binutils,
+# systemd (for systemd-analyze and systemd-sysusers). Idempotent and quiet:
+# when everything is installed it only runs dpkg-query. Used by make and by
+# .ci/run.
+set -euo pipefail
+
+foreign_arches=(arm64 armhf)
+pkgs=(
+	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu
+	gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf
+	gcc g++ pkg-config binutils file bc qemu-user systemd
+	portaudio19-dev libx264-dev
+	portaudio19-dev:arm64 libx264-dev:arm64
+	portaudio19-dev:armhf libx264-dev:armhf
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+	if [[ $(dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null) != ii* ]]; then
+		missing+=("$p")
+	fi
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+sudo=
+if [[ $(id -u) -ne 0 ]]; then
+	command -v sudo >/dev/null || {
+		echo "install-cross-deps: need root to install: ${missing[*]}" >&2
+		exit 1
+	}
+	sudo=sudo
+fi
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+echo "install-cross-deps: installing ${missing[*]}"
+added=0
+for a in "${foreign_arches[@]}"; do
+	if ! dpkg --print-foreign-architectures | grep -qx "$a"; then
+		$sudo dpkg --add-architecture "$a"
+		added=1
+	fi
+done
+apt_opts=(-o DPkg::Lock::Timeout=600 -o Acquire::Retries=3 -q)
+# A partial index failure (a mirror in sync) is not fatal: the install
+# below fails clearly if it matters.
+update() { $sudo apt-get "${apt_opts[@]}" update >>"$log" 2>&1 || echo "install-cross-deps: apt-get update reported errors (continuing)" >&2; }
+# Update when an architecture was added or the lists are old (a day).
+if [[ $added -eq 1 ]] || [[ -z $(find /var/lib/apt/lists -maxdepth 1 -name '*_Packages*' -mmin -1440 -print -quit 2>/dev/null) ]]; then
+	update
+fi
+install() {
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y --no-install-recommends "${missing[@]}" >>"$log" 2>&1
+}
+if ! install; then
+	# Stale lists are the usual cause (a package version gone): refresh once.
+	update
+	if ! install; then
+		tail -30 "$log" >&2
+		echo "install-cross-deps: apt-get install failed" >&2
+		exit 1
+	fi
+fi
+echo "install-cross-deps: done"

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/hw/portaudio"
+)
+
+// audioDevicesSection is the top-level YAML section configuring the real
+// (PortAudio) microphone and speaker; see docs/audio.md.
+const audioDevicesSection = "audio_devices"
+
+// Half-duplex modes.
+const (
+	halfDuplexGate = "gate" // VAD mode: no utterance starts while the robot speaks (+ tail)
+	halfDuplexMute = "mute" // the mic delivers silence while the robot speaks (+ tail)
+	halfDuplexOff  = "off"  // full duplex (echo cancelled elsewhere)
+)
+
+// audioDevicesConfig is the audio_devices section.
+type audioDevicesConfig struct {
+	// Input and Output select devices by name or a unique part of it, as
+	// `robot-agent devices` prints them; empty: the system default.
+	Input  string `yaml:"input"`
+	Output string `yaml:"output"`
+	// Device-side formats; 0: the device's default rate, min(channels, 2).
+	InputRate      int `yaml:"input_rate"`
+	OutputRate     int `yaml:"output_rate"`
+	InputChannels  int `yaml:"input_channels"`
+	OutputChannels int `yaml:"output_channels"`
+	// PeriodMS is the device callback period; LatencyMS the device buffer
+	// suggested to PortAudio (0: the device's low latency, >= 3 periods).
+	PeriodMS  int `yaml:"period_ms"`
+	LatencyMS int `yaml:"latency_ms"`
+	// OutputBufferMS is queued between the player and the device callback
+	// to ride out Go scheduling delays (interrupts flush it).
+	OutputBufferMS int `yaml:"output_buffer_ms"`
+	// HalfDuplex is gate (default), mute or off; HalfDuplexTailMS how long
+	// after the last audible output the mic stays gated (room echo).
+	HalfDuplex       string `yaml:"half_duplex"`
+	HalfDuplexTailMS int    `yaml:"half_duplex_tail_ms"`
+	// RetryMaxMS caps the backoff between attempts to reopen a missing
+	// device.
+	RetryMaxMS int `yaml:"retry_max_ms"`
+}
+
+func defaultAudioDevices() audioDevicesConfig {
+	return audioDevicesConfig{
+		PeriodMS:         10,
+		OutputBufferMS:   portaudio.DefaultSinkBufferMS,
+		HalfDuplex:       halfDuplexGate,
+		HalfDuplexTailMS: 300,
+		RetryMaxMS:       int(portaudio.DefaultRetryMax / time.Millisecond),
+	}
+}
+
+var errAudioDevices = fmt.Errorf("%w: %s", config.ErrInvalid, audioDevicesSection)
+
+// loadAudioDevices reads the audio_devices section of cfg over the defaults,
+// then the ROBOT_AGENT_AUDIO_INPUT, ROBOT_AGENT_AUDIO_OUTPUT and
+// ROBOT_AGENT_HALF_DUPLEX environment variables, and validates the result.
+func loadAudioDevices(cfg config.Config, getenv func(string) string) (audioDevicesConfig, error) {
+	c := defaultAudioDevices()
+	if n, ok := cfg.Extra[audioDevicesSection]; ok {
+		if err := decodeStrict(&n, &c); err != nil {
+			return c, err
+		}
+	}
+	if v := getenv("ROBOT_AGENT_AUDIO_INPUT"); v != "" {
+		c.Input = v
+	}
+	if v := getenv("ROBOT_AGENT_AUDIO_OUTPUT"); v != "" {
+		c.Output = v
+	}
+	if v := getenv("ROBOT_AGENT_HALF_DUPLEX"); v != "" {
+		c.HalfDuplex = v
+	}
+	return c, c.validate()
+}
+
+// decodeStrict decodes a mapping node into c, rejecting unknown keys with
+// their line number.
+func decodeStrict(n *yaml.Node, c *audioDevicesConfig) error {
+	if n.Kind != yaml.MappingNode {
+		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+			return nil
+		}
+		return fmt.Errorf("%w: line %d: want a mapping", errAudioDevices, n.Line)
+	}
+	known := map[string]bool{}
+	for _, k := range []string{"input", "output", "input_rate", "output_rate", "input_channels", "output_channels",
+		"period_ms", "latency_ms", "output_buffer_ms", "half_duplex", "half_duplex_tail_ms", "retry_max_ms"} {
+		known[k] = true
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; !known[k.Value] {
+			return fmt.Errorf("%w: line %d: unknown key %q", errAudioDevices, k.Line, k.Value)
+		}
+	}
+	if err := n.Decode(c); err != nil {
+		return fmt.Errorf("%w: %v", errAudioDevices, err)
+	}
+	return nil
+}
+
+func (c audioDevicesConfig) validate() error {
+	var errs []error
+	bad := func(field string, v any, why string) {
+		errs = append(errs, fmt.Errorf("%w.%s = %v: %s", errAudioDevices, field, v, why))
+	}
+	for _, r := range []struct {
+		name string
+		v    int
+	}{{"input_rate", c.InputRate}, {"output_rate", c.OutputRate}} {
+		if r.v != 0 && (r.v < 8000 || r.v > 384000) {
+			bad(r.name, r.v, "want 0 (device default) or 8000..384000")
+		}
+	}
+	for _, r := range []struct {
+		name string
+		v    int
+	}{{"input_channels", c.InputChannels}, {"output_channels", c.OutputChannels}} {
+		if r.v < 0 || r.v > 8 {
+			bad(r.name, r.v, "want 0 (automatic) or 1..8")
+		}
+	}
+	if c.PeriodMS < 1 || c.PeriodMS > 100 {
+		bad("period_ms", c.PeriodMS, "want 1..100")
+	}
+	if c.LatencyMS < 0 || c.LatencyMS > 1000 {
+		bad("latency_ms", c.LatencyMS, "want 0 (device default) or up to 1000")
+	}
+	if c.OutputBufferMS < 5 || c.OutputBufferMS > 2000 {
+		bad("output_buffer_ms", c.OutputBufferMS, "want 5..2000")
+	}
+	switch c.HalfDuplex {
+	case halfDuplexGate, halfDuplexMute, halfDuplexOff:
+	default:
+		bad("half_duplex", strconv.Quote(c.HalfDuplex), "want gate, mute or off")
+	}
+	if c.HalfDuplexTailMS < 0 || c.HalfDuplexTailMS > 5000 {
+		bad("half_duplex_tail_ms", c.HalfDuplexTailMS, "want 0..5000")
+	}
+	if c.RetryMaxMS < 250 || c.RetryMaxMS > 60000 {
+		bad("retry_max_ms", c.RetryMaxMS, "want 250..60000")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,5 @@
+//go:build !portaudio
+
+package main
+
+const tagPortAudio = ""

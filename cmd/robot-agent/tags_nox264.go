@@ -1,0 +1,5 @@
+//go:build !x264
+
+package main
+
+const tagX264 = ""

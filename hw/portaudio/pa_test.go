@@ -1,0 +1,428 @@
+//go:build portaudio && cgo
+
+package portaudio
+
+import (
+	"bufio"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/hw/hwtest"
+	"github.com/robot-agent/robot-agent/metrics"
+)
+
+// These tests run against the default PortAudio devices. Under
+// scripts/with-pulse.sh those are a private PulseAudio's null sink and its
+// monitor, so what a Sink plays is what a Source records.
+
+func TestRealSinkConformance(t *testing.T) {
+	h, _, _ := openTestHost(t, HostConfig{})
+	hwtest.TestAudioSink(t, func() hw.AudioSink {
+		s, err := h.NewSink(SinkConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Up() {
+			t.Fatal("default output device did not open")
+		}
+		return s
+	})
+}
+
+func TestRealSourceConformance(t *testing.T) {
+	h, _, _ := openTestHost(t, HostConfig{})
+	hwtest.TestAudioSource(t, func() hw.AudioSource {
+		s, err := h.NewSource(SourceConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !s.Up() {
+			t.Fatal("default input device did not open")
+		}
+		return s
+	})
+}
+
+// goertzel returns the amplitude of the hz component of x (sampled at rate).
+func goertzel(x []int16, hz float64, rate int) float64 {
+	w := 2 * math.Pi * hz / float64(rate)
+	c := 2 * math.Cos(w)
+	var s1, s2 float64
+	for _, v := range x {
+		s0 := float64(v) + c*s1 - s2
+		s2, s1 = s1, s0
+	}
+	re := s1 - s2*math.Cos(w)
+	im := s2 * math.Sin(w)
+	return 2 * math.Hypot(re, im) / float64(len(x))
+}
+
+func db(x float64) float64 { return 20 * math.Log10(max(x, 1e-9)) }
+
+// recorder reads a Source on its own goroutine until stopped.
+type recorder struct {
+	mu   sync.Mutex
+	pcm  []int16
+	stop atomic.Bool
+	done chan error
+}
+
+func record(s *Source) *recorder {
+	r := &recorder{done: make(chan error, 1)}
+	go func() {
+		buf := make([]int16, s.Format().SampleRate/50)
+		for !r.stop.Load() {
+			n, err := s.Read(buf)
+			if err != nil {
+				r.done <- err
+				return
+			}
+			r.mu.Lock()
+			r.pcm = append(r.pcm, buf[:n]...)
+			r.mu.Unlock()
+		}
+		r.done <- nil
+	}()
+	return r
+}
+
+func (r *recorder) finish(t *testing.T) []int16 {
+	t.Helper()
+	r.stop.Store(true)
+	if err := <-r.done; err != nil {
+		t.Fatalf("recording: %v", err)
+	}
+	return r.pcm
+}
+
+// writeTone writes d of a hz tone at amplitude amp to s in 10 ms blocks.
+func writeTone(t *testing.T, s *Sink, hz float64, amp float64, d time.Duration, phase *int) {
+	t.Helper()
+	rate := s.Format().SampleRate
+	blk := make([]int16, rate/100)
+	for n := 0; n < int(d.Seconds()*float64(rate)); n += len(blk) {
+		for i := range blk {
+			blk[i] = int16(amp * math.Sin(2*math.Pi*hz*float64(*phase)/float64(rate)))
+			*phase++
+		}
+		if err := s.Write(blk); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// A 1 kHz tone written at 24 kHz mono through the device (44.1/48 kHz
+// stereo) and captured from the monitor at 16 kHz mono keeps its frequency
+// and level, with everything else far below it.
+func TestRealToneRoundTrip(t *testing.T) {
+	h, _, _ := openTestHost(t, HostConfig{})
+	sink, err := h.NewSink(SinkConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := h.NewSource(SourceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record(src)
+	phase := 0
+	writeTone(t, sink, 1000, 10000, 1500*time.Millisecond, &phase)
+	time.Sleep(200 * time.Millisecond)
+	pcm := rec.finish(t)
+	// Analyse the middle 500 ms of the loud part.
+	first := -1
+	for i, v := range pcm {
+		if v > 5000 {
+			first = i
+			break
+		}
+	}
+	if first < 0 || first+16000*3/4 > len(pcm) {
+		t.Fatalf("tone not found in %d recorded samples (first loud sample %d)", len(pcm), first)
+	}
+	seg := pcm[first+4000 : first+12000]
+	tone := goertzel(seg, 1000, 16000)
+	if d := db(tone / 10000); math.Abs(d) > 1 {
+		t.Errorf("tone recorded at %.1f dB relative to what was written, want within 1 dB", d)
+	}
+	for _, hz := range []float64{500, 1500, 2000, 3000, 5000, 7000} {
+		if other := goertzel(seg, hz, 16000); db(tone/other) < 50 {
+			t.Errorf("%v Hz only %.1f dB below the 1 kHz tone, want >= 50", hz, db(tone/other))
+		}
+	}
+}
+
+// toneMS returns how many milliseconds of pcm (at rate) are loud.
+func toneMS(pcm []int16, rate int, thr int16) float64 {
+	// Envelope over 1 ms windows.
+	win := rate / 1000
+	n := 0
+	for i := 0; i+win <= len(pcm); i += win {
+		var peak int16
+		for _, v := range pcm[i : i+win] {
+			if v < 0 {
+				v = -v
+			}
+			peak = max(peak, v)
+		}
+		if peak > thr {
+			n++
+		}
+	}
+	return float64(n)
+}
+
+// Flush drops the Sink's queue: after it, only what the device already
+// held (its latency), one period and the fade reach the speaker, not the
+// BufferMS lead.
+func TestRealFlushDropsQueue(t *testing.T) {
+	h, _, _ := openTestHost(t, HostConfig{})
+	sink, err := h.NewSink(SinkConfig{BufferMS: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := h.NewSource(SourceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := record(src)
+	phase := 0
+	writeTone(t, sink, 800, 10000, 500*time.Millisecond, &phase)
+	c := sink.ep.conn.Load()
+	queued := float64(c.ring.buffered()) * 1000 / float64(c.rate)
+	sink.Flush()
+	written := float64(phase) * 1000 / 24000
+	// Keep the device fed with silence, as the player does.
+	silence := make([]int16, 240)
+	for range 40 {
+		if err := sink.Write(silence); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pcm := rec.finish(t)
+	got := toneMS(pcm, 16000, 3000)
+	devMS := float64(sink.Latency()-time.Duration(sink.cfg.BufferMS)*time.Millisecond) / float64(time.Millisecond)
+	after := got - (written - queued)
+	t.Logf("wrote %.0f ms of tone, %.0f ms queued at the flush, recorded %.0f ms: %.0f ms after the flush (device latency %.0f ms)",
+		written, queued, got, after, devMS)
+	if queued < 60 {
+		t.Fatalf("only %.0f ms queued at the flush; the test needs the 120 ms lead", queued)
+	}
+	if limit := devMS + 10 + 4 + 10; after > limit {
+		t.Errorf("%.0f ms of tone played after the flush, want at most device latency + period + fade + 10 ms = %.0f", after, limit)
+	}
+}
+
+// pulseCtl runs pactl against the private daemon of scripts/with-pulse.sh.
+func pulseCtl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("pactl", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pactl %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// unplugPulse unloads every sink (and the loopback on their monitors): to
+// PortAudio's streams on the pulse device, the sound card is gone. It
+// returns a function that loads them again from scripts/pulse/ci.pa.
+func unplugPulse(t *testing.T) (replug func()) {
+	t.Helper()
+	if os.Getenv("ROBOT_AGENT_PULSE_SINK") == "" {
+		skipOrFail(t, "not under scripts/with-pulse.sh (needs its private PulseAudio to unplug)")
+	}
+	if _, err := exec.LookPath("pactl"); err != nil {
+		skipOrFail(t, "pactl not installed")
+	}
+	for _, line := range strings.Split(pulseCtl(t, "list", "short", "modules"), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && (f[1] == "module-loopback" || f[1] == "module-null-sink") {
+			// Unloading a sink also unloads the loopback on its monitor.
+			exec.Command("pactl", "unload-module", f[0]).Run()
+		}
+	}
+	return func() {
+		f, err := os.Open("../../scripts/pulse/ci.pa")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" || strings.HasPrefix(line, "#") || strings.Contains(line, "native-protocol") {
+				continue
+			}
+			pulseCtl(t, strings.Fields(line)...)
+		}
+		sink := os.Getenv("ROBOT_AGENT_PULSE_SINK")
+		pulseCtl(t, "suspend-sink", sink, "1")
+		pulseCtl(t, "suspend-sink", sink, "0")
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > d {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// Hot-plug against a real sound server: the sound card disappears while a
+// Sink plays and a Source records; both degrade (Write and Read keep
+// pacing, never fail), are counted and retried, and resume when the card
+// returns, with audio flowing again end to end.
+func TestRealHotPlug(t *testing.T) {
+	reg := metrics.NewRegistry()
+	h, _, _ := openTestHost(t, HostConfig{Metrics: reg, RetryMax: time.Second})
+	sink, err := h.NewSink(SinkConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := h.NewSource(SourceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes, reads atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		blk := make([]int16, sink.PeriodFrames())
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := sink.Write(blk); err != nil {
+				t.Errorf("Write during hot-plug: %v", err)
+				return
+			}
+			writes.Add(1)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		buf := make([]int16, 320)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := src.Read(buf); err != nil {
+				t.Errorf("Read during hot-plug: %v", err)
+				return
+			}
+			reads.Add(1)
+		}
+	}()
+	defer func() { close(stop); wg.Wait() }()
+
+	time.Sleep(300 * time.Millisecond)
+	replug := unplugPulse(t)
+	replugged := false
+	defer func() {
+		if !replugged {
+			replug()
+		}
+	}()
+	lostIn := waitFor(t, 3*time.Second, "both devices lost", func() bool { return !sink.Up() && !src.Up() })
+	t.Logf("loss detected after %v", lostIn)
+	w0, r0 := writes.Load(), reads.Load()
+	time.Sleep(500 * time.Millisecond)
+	if dw, dr := writes.Load()-w0, reads.Load()-r0; dw < 30 || dw > 70 || dr < 15 || dr > 35 {
+		t.Errorf("while degraded for 500 ms: %d writes of 10 ms and %d reads of 20 ms; want about 50 and 25 (paced, not stalled, not spinning)", dw, dr)
+	}
+	for _, m := range []string{"robot_agent_audio_output_lost_total", "robot_agent_audio_input_lost_total"} {
+		if n := reg.Value(m); n != 1 {
+			t.Errorf("%s = %d, want 1", m, n)
+		}
+	}
+	replug()
+	replugged = true
+	backIn := waitFor(t, 5*time.Second, "both devices back", func() bool { return sink.Up() && src.Up() })
+	t.Logf("devices back %v after the card returned", backIn)
+	for _, m := range []string{"robot_agent_audio_output_reopened_total", "robot_agent_audio_input_reopened_total"} {
+		if n := reg.Value(m); n != 1 {
+			t.Errorf("%s = %d, want 1", m, n)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	stop = make(chan struct{}) // for the deferred close
+
+	rec := record(src)
+	phase := 0
+	writeTone(t, sink, 1000, 10000, time.Second, &phase)
+	time.Sleep(100 * time.Millisecond)
+	pcm := rec.finish(t)
+	if ms := toneMS(pcm, 16000, 5000); ms < 800 {
+		t.Errorf("after the card returned, %v ms of a 1 s tone were recorded", ms)
+	}
+}
+
+// Opening a Sink primes the device with the lead of silence, so start-up
+// causes no underrun in the ring nor in the device, even when the first
+// Write comes a little late.
+func TestRealStartupNoUnderrun(t *testing.T) {
+	h, _, _ := openTestHost(t, HostConfig{})
+	for i := range 3 {
+		sink, err := h.NewSink(SinkConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := sink.ep.conn.Load()
+		time.Sleep(20 * time.Millisecond) // the player is not instant either
+		blk := make([]int16, sink.PeriodFrames())
+		for range 50 {
+			if err := sink.Write(blk); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s := c.ring.stats(); s.underrunCallbacks != 0 || s.xruns != 0 {
+			t.Errorf("open %d: %d ring underruns and %d device underflows in the first 0.5 s, want none", i, s.underrunCallbacks, s.xruns)
+		}
+		sink.Close()
+	}
+}
+
+// In steady state Write and Read neither allocate (nor lock: they are a
+// cgo call into the ring, the resampler and a timer).
+func TestRealNoAllocs(t *testing.T) {
+	h, _, _ := openTestHost(t, HostConfig{})
+	sink, err := h.NewSink(SinkConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := h.NewSource(SourceConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blk := make([]int16, sink.PeriodFrames())
+	buf := make([]int16, 320)
+	for range 10 { // converters built, timers started
+		sink.Write(blk)
+		src.Read(buf)
+	}
+	if n := testing.AllocsPerRun(50, func() { sink.Write(blk) }); n != 0 {
+		t.Errorf("Sink.Write allocates %.1f times per call", n)
+	}
+	if n := testing.AllocsPerRun(50, func() { src.Read(buf) }); n != 0 {
+		t.Errorf("Source.Read allocates %.1f times per call", n)
+	}
+}
