@@ -17,6 +17,7 @@ import (
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/hw/camera"
 	"github.com/robot-agent/robot-agent/hw/portaudio"
 	"github.com/robot-agent/robot-agent/metrics"
 )
@@ -43,25 +44,45 @@ func cmdDevices(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	h, err := portaudio.NewHost(portaudio.HostConfig{})
-	if err != nil {
-		fmt.Fprintln(stderr, "robot-agent devices:", err)
-		return 1
+	// Audio devices and cameras are listed independently: a binary without
+	// one kind still lists the other, and says why the first is missing.
+	status := 0
+	var devs []portaudio.Device
+	h, audioErr := portaudio.NewHost(portaudio.HostConfig{})
+	if audioErr == nil {
+		devs = h.Devices()
+		h.Close()
+		portaudio.SortDevices(devs)
+	} else {
+		fmt.Fprintln(stderr, "robot-agent devices: audio:", audioErr)
+		status = 1
 	}
-	devs := h.Devices()
-	h.Close()
-	portaudio.SortDevices(devs)
 	if *asJSON {
+		cams, camErr := camera.List()
+		if camErr != nil {
+			fmt.Fprintln(stderr, "robot-agent devices: cameras:", camErr)
+			status = 1
+		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(devs); err != nil {
+		if err := enc.Encode(struct {
+			Audio   []portaudio.Device `json:"audio"`
+			Cameras []camera.Info      `json:"cameras"`
+		}{devs, cams}); err != nil {
 			fmt.Fprintln(stderr, "robot-agent devices:", err)
 			return 1
 		}
-		return 0
+		return status
 	}
-	writeDeviceTable(stdout, devs)
-	return 0
+	if audioErr == nil {
+		writeDeviceTable(stdout, devs)
+		fmt.Fprintln(stdout)
+	}
+	if err := listCameras(stdout); err != nil {
+		fmt.Fprintln(stderr, "robot-agent devices: cameras:", err)
+		status = 1
+	}
+	return status
 }
 
 func writeDeviceTable(w io.Writer, devs []portaudio.Device) {
@@ -103,10 +124,8 @@ func writeDeviceTable(w io.Writer, devs []portaudio.Device) {
 	fmt.Fprintln(w, "\n* system default (used when the config names no device).")
 }
 
-// openRealAudio opens the configured real mic and speaker.
-//
-// TODO(lead): run.go should call openRealAudioWith(a.cfg, a.clk, a.reg,
-// a.log) so the device metrics land in the agent's registry.
+// openRealAudio opens the configured real mic and speaker with the real
+// clock and a private metrics registry (tests; run uses openRealAudioWith).
 func openRealAudio(cfg config.Config, log *slog.Logger) (hw.AudioSource, hw.AudioSink, error) {
 	return openRealAudioWith(cfg, clock.NewReal(), nil, log)
 }

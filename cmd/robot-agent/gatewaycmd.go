@@ -40,6 +40,7 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 	speed := fs.Float64("speed", 4, "TTS streaming speed relative to real time")
 	noEcho := fs.Bool("no-echo", false, "do not answer utterances")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	recordVideo := fs.String("record-video", "", "write each session's H264 stream and JPEG images under this directory")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -57,7 +58,18 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 		cfg.Token = strings.TrimSpace(string(b))
 	}
 	reg := metrics.NewRegistry()
-	gw, err := gateway.New(cfg, clock.NewReal(), reg, log, gateway.Hooks{})
+	clk := clock.NewReal()
+	var hooks gateway.Hooks
+	if *recordVideo != "" {
+		rec, err := gateway.NewVideoRecorder(*recordVideo, clk)
+		if err != nil {
+			fmt.Fprintln(stderr, "robot-agent gateway:", err)
+			return 2
+		}
+		defer rec.Close()
+		hooks.OnVideo = rec.OnVideo
+	}
+	gw, err := gateway.New(cfg, clk, reg, log, hooks)
 	if err != nil {
 		fmt.Fprintln(stderr, "robot-agent gateway:", err)
 		return 2
