@@ -41,7 +41,7 @@ type Sim struct {
 	clk    clock.Clock
 	period time.Duration
 
-	pace     *pacer
+	pace     *clock.Pacer
 	mu       sync.Mutex // held while a frame is produced; Close waits for it
 	t0       time.Duration
 	started  bool
@@ -78,7 +78,7 @@ func NewSim(cfg SimConfig, clk clock.Clock) (*Sim, error) {
 		cfg: cfg, clk: clk,
 		mode:   Mode{Width: cfg.Width, Height: cfg.Height, FPS: cfg.FPS, Format: cfg.Format},
 		period: time.Duration(float64(time.Second) / cfg.FPS),
-		pace:   newPacer(clk),
+		pace:   clock.NewPacer(clk),
 		pic:    EnsureI420(nil, cfg.Width, cfg.Height),
 	}
 	if cfg.Format == FormatH264 {
@@ -119,7 +119,7 @@ func (s *Sim) RequestKeyframe() error {
 
 // Read implements Camera.
 func (s *Sim) Read(f *Frame) error {
-	if s.pace.closed() {
+	if s.pace.Closed() {
 		return hw.ErrClosed
 	}
 	if !s.started {
@@ -133,12 +133,12 @@ func (s *Sim) Read(f *Frame) error {
 		}
 	}
 	ts := s.t0 + s.at(s.n)
-	if err := s.pace.waitUntil(ts); err != nil {
-		return err
+	if err := s.pace.WaitUntil(ts); err != nil {
+		return hw.ErrClosed
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pace.closed() {
+	if s.pace.Closed() {
 		return hw.ErrClosed
 	}
 	DrawTestPattern(s.pic, int(s.n))
@@ -171,7 +171,7 @@ func (s *Sim) Read(f *Frame) error {
 // Close implements Camera. It waits for a frame being produced, then
 // releases the simulated on-board encoder.
 func (s *Sim) Close() error {
-	s.pace.close()
+	s.pace.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.enc != nil {
@@ -263,75 +263,4 @@ func ReadBarCode(y []byte, stride int) (n uint16, ok bool) {
 		}
 	}
 	return n, true
-}
-
-// pacer sleeps on the camera clock until absolute deadlines on a helper
-// goroutine, so that Close can interrupt a wait even while a fake clock
-// stands still.
-type pacer struct {
-	clk     clock.Clock
-	req     chan time.Duration
-	ack     chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	started bool // owned by the waiting goroutine
-}
-
-func newPacer(clk clock.Clock) *pacer {
-	return &pacer{clk: clk, req: make(chan time.Duration), ack: make(chan struct{}, 1), done: make(chan struct{})}
-}
-
-// waitUntil blocks until clk.Mono() >= deadline or close (hw.ErrClosed).
-// One goroutine only.
-func (p *pacer) waitUntil(deadline time.Duration) error {
-	if p.closed() {
-		return hw.ErrClosed
-	}
-	if deadline-p.clk.Mono() <= 0 {
-		return nil
-	}
-	if !p.started {
-		p.started = true
-		go p.loop()
-	}
-	select {
-	case p.req <- deadline:
-	case <-p.done:
-		return hw.ErrClosed
-	}
-	select {
-	case <-p.ack:
-		return nil
-	case <-p.done:
-		return hw.ErrClosed
-	}
-}
-
-func (p *pacer) loop() {
-	for {
-		select {
-		case dl := <-p.req:
-			if d := dl - p.clk.Mono(); d > 0 {
-				p.clk.Sleep(d)
-			}
-			select {
-			case p.ack <- struct{}{}:
-			case <-p.done:
-				return
-			}
-		case <-p.done:
-			return
-		}
-	}
-}
-
-func (p *pacer) close() { p.once.Do(func() { close(p.done) }) }
-
-func (p *pacer) closed() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
 }

@@ -41,7 +41,7 @@ type MicConfig struct {
 // for pacing and concurrency.
 type Mic struct {
 	clk   clock.Clock
-	pace  *pacer
+	pace  *clock.Pacer
 	fill  func([]int16)
 	noise func([]int16) // fills with the noise floor
 
@@ -84,7 +84,7 @@ func NewMic(cfg MicConfig, clk clock.Clock) (*Mic, error) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
-	m := &Mic{clk: clk, pace: newPacer(clk), record: cfg.Record}
+	m := &Mic{clk: clk, pace: clock.NewPacer(clk), record: cfg.Record}
 	m.noise = func(dst []int16) {
 		for i := range dst {
 			dst[i] = clamp16(sigma * rng.NormFloat64())
@@ -138,7 +138,7 @@ func (m *Mic) Format() hw.AudioFormat { return hw.MicFormat }
 // len(dst)) / 16 kHz. If the caller is late, Read returns at once, as a
 // device with a deep buffer would.
 func (m *Mic) Read(dst []int16) (int, error) {
-	if m.pace.closed() {
+	if m.pace.Closed() {
 		return 0, hw.ErrClosed
 	}
 	if !m.started {
@@ -149,8 +149,8 @@ func (m *Mic) Read(dst []int16) (int, error) {
 		m.mu.Unlock()
 	}
 	end := m.n + int64(len(dst))
-	if err := m.pace.waitUntil(m.t0 + durationOf(end, hw.MicFormat.SampleRate)); err != nil {
-		return 0, err
+	if err := m.pace.WaitUntil(m.t0 + durationOf(end, hw.MicFormat.SampleRate)); err != nil {
+		return 0, hw.ErrClosed
 	}
 	m.fill(dst)
 	m.n = end
@@ -166,7 +166,7 @@ func (m *Mic) Read(dst []int16) (int, error) {
 // Close implements hw.AudioSource: a blocked or later Read returns
 // hw.ErrClosed. It is idempotent.
 func (m *Mic) Close() error {
-	m.pace.close()
+	m.pace.Close()
 	return nil
 }
 

@@ -46,7 +46,7 @@ type Block struct {
 // when the block ends. See the package documentation for concurrency.
 type Speaker struct {
 	clk    clock.Clock
-	pace   *pacer
+	pace   *clock.Pacer
 	format hw.AudioFormat
 	period int
 
@@ -82,7 +82,7 @@ func NewSpeaker(cfg SpeakerConfig, clk clock.Clock) (*Speaker, error) {
 	if cfg.PeriodFrames < 0 || cfg.BlockLog < 0 {
 		return nil, fmt.Errorf("sim: speaker period %d frames / block log %d must not be negative", cfg.PeriodFrames, cfg.BlockLog)
 	}
-	s := &Speaker{clk: clk, pace: newPacer(clk), format: f, period: cfg.PeriodFrames, keep: cfg.Keep}
+	s := &Speaker{clk: clk, pace: clock.NewPacer(clk), format: f, period: cfg.PeriodFrames, keep: cfg.Keep}
 	if s.period == 0 {
 		s.period = f.SampleRate / 50
 	}
@@ -150,14 +150,17 @@ func (s *Speaker) Write(p []int16) error {
 	}
 	s.mu.Unlock()
 
-	return s.pace.waitUntil(s.base + durationOf(s.frames, s.format.SampleRate))
+	if err := s.pace.WaitUntil(s.base + durationOf(s.frames, s.format.SampleRate)); err != nil {
+		return hw.ErrClosed
+	}
+	return nil
 }
 
 // Close implements hw.AudioSink: a blocked Write returns hw.ErrClosed, the
 // WAV file is finalized and closed. It returns the first WAV error, if any.
 // It is idempotent.
 func (s *Speaker) Close() error {
-	s.pace.close()
+	s.pace.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
