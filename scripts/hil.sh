@@ -1,39 +1,62 @@
 #!/usr/bin/env bash
-# hil.sh: hardware-in-the-loop audio check for a board with a USB mic and
-# speaker (`make hil`). Records a few seconds and reports level and
-# clipping, plays a 1 kHz test tone and a short phrase, reports underruns
-# and how loud the speaker is at the mic. Skips with a clear message where
-# PortAudio or an audio device is missing.
+# hil.sh: hardware-in-the-loop check for a board with a USB mic, speaker and
+# camera (`make hil`).
 #
-# Devices: the system defaults, or ROBOT_AGENT_AUDIO_INPUT /
-# ROBOT_AGENT_AUDIO_OUTPUT (a name or unique part of it, as
-# `robot-agent devices` prints it). See docs/audio.md.
-set -euo pipefail
+# Audio: records a few seconds and reports level and clipping, plays a 1 kHz
+# test tone and a short phrase, reports underruns and how loud the speaker
+# is at the mic. Devices: the system defaults, or ROBOT_AGENT_AUDIO_INPUT /
+# ROBOT_AGENT_AUDIO_OUTPUT (a name or unique part of it, as `robot-agent
+# devices` prints it). See docs/audio.md.
+#
+# Camera: lists the camera's modes, captures 3 s at 640x480 15 fps and
+# reports the frame rate achieved and the H264 encode cost. Device:
+# ROBOT_AGENT_HIL_CAMERA (by-id name, bus, card name or /dev/videoN; default
+# the first /dev/video*). See docs/video.md.
+#
+# Each part skips with a clear message where its device or library is
+# missing; the exit status is non-zero if a part that ran failed.
+set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PATH:/usr/local/go/bin"
-scripts/need-go.sh
+scripts/need-go.sh || exit 1
+TAGS="$(scripts/detect-tags.sh)"
+status=0
+
+# run_hil NAME OUTFILE -- go test args...: runs a HIL test, prints its
+# report lines, and records failure.
+run_hil() {
+  local name="$1"; shift
+  local out; out="$(mktemp)"
+  go test -count=1 -v "$@" >"$out" 2>&1
+  local rc=$?
+  grep -E 'hil_test.go|^(--- |ok|FAIL|PASS)' "$out" | sed -E 's/^ +hil_test.go:[0-9]+: /  /' || cat "$out"
+  if grep -q -- '--- SKIP' "$out"; then
+    echo "hil: $name SKIPPED (see the reason above)"
+  elif [ "$rc" -ne 0 ]; then
+    echo "hil: $name FAILED (full output follows)"; cat "$out"; status=1
+  else
+    echo "hil: $name ok"
+  fi
+  rm -f "$out"
+}
+
+echo "== audio"
 if ! pkg-config --exists portaudio-2.0 2>/dev/null; then
-  echo "hil: SKIP: PortAudio development files are not installed (apt-get install portaudio19-dev, or scripts/deps.sh)"
-  exit 0
+  echo "hil: audio SKIPPED: PortAudio development files are not installed (apt-get install portaudio19-dev, or scripts/deps.sh)"
+elif [ ! -d /dev/snd ] && ! pactl info >/dev/null 2>&1; then
+  echo "hil: audio SKIPPED: no sound card (/dev/snd) and no PulseAudio server on this machine"
+else
+  export JACK_NO_START_SERVER=1
+  ROBOT_AGENT_HIL=1 run_hil audio -tags portaudio -run '^TestHIL$' ./hw/portaudio/
 fi
-if [ ! -d /dev/snd ] && ! pactl info >/dev/null 2>&1; then
-  echo "hil: SKIP: no sound card (/dev/snd) and no PulseAudio server on this machine"
-  exit 0
+
+echo "== camera"
+if ! compgen -G "/dev/video*" >/dev/null; then
+  echo "hil: camera SKIPPED: no V4L2 device (/dev/video*) on this machine"
+elif [ -z "${ROBOT_AGENT_HIL_CAMERA:-}" ] && ! ROBOT_AGENT_HIL_CAMERA="$(ls /dev/video* | head -n1)"; then
+  echo "hil: camera SKIPPED: could not pick a camera"
+else
+  export ROBOT_AGENT_HIL_CAMERA="${ROBOT_AGENT_HIL_CAMERA:-$(ls /dev/video* | head -n1)}"
+  run_hil camera -tags "hil ${TAGS}" -run 'HIL' ./hw/camera/
 fi
-export JACK_NO_START_SERVER=1
-out="$(mktemp)"
-trap 'rm -f "$out"' EXIT
-set +e
-ROBOT_AGENT_HIL=1 go test -count=1 -tags portaudio -run '^TestHIL$' -v ./hw/portaudio/ >"$out" 2>&1
-rc=$?
-set -e
-# Keep the report lines, drop PortAudio's and the test runner's chatter.
-grep -E 'hil_test.go|^(--- |ok|FAIL|PASS)' "$out" | sed -E 's/^ +hil_test.go:[0-9]+: /  /' || cat "$out"
-if grep -q -- '--- SKIP: TestHIL' "$out"; then
-  echo "hil: SKIPPED (see the reason above)"
-  exit 0
-fi
-if [ "$rc" -ne 0 ]; then
-  echo "hil: FAILED (full output follows)"; cat "$out"
-fi
-exit "$rc"
+exit "$status"
