@@ -214,7 +214,7 @@ func TestFrameHotPathDoesNotAllocate(t *testing.T) {
 }
 
 func BenchmarkParseHeader(b *testing.B) {
-	msg := AppendFrame(nil, Header{Kind: KindMicAudio, Flag: FlagContinue}, make([]byte, 640))
+	msg := AppendFrame(nil, Header{Kind: KindMicAudio, Flag: FlagContinue, Stream: 1}, make([]byte, 640))
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, _, err := ParseHeader(msg); err != nil {
