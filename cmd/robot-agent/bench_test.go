@@ -31,7 +31,7 @@ func BenchmarkEndToEndLatency(b *testing.B) {
 		cfg := config.Default()
 		cfg.Device.ID = "bench"
 		cfg.Audio.Mode = capture.ModeContinuous
-		gw := gateway.Config{Token: "sim-token", Speed: 1, NoEcho: true, ChunkMS: 20}
+		gw := gateway.Config{Token: "sim-token", Speed: 1, NoEcho: true, NoGreeting: true, ChunkMS: 20}
 		reg := metrics.NewRegistry()
 		a, err := newAgent(cfg, agentOptions{sim: true, mic: mic, speaker: spk, gwConfig: &gw}, clk, reg, quietLog())
 		if err != nil {
