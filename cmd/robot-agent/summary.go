@@ -26,6 +26,12 @@ func (a *agent) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  control:   %d acked, %d unacked at exit, %d bad gateway messages\n",
 		v("robot_agent_control_acked_total"), a.client.Outbox().Len(),
 		v("robot_agent_uplink_bad_messages_total")+v("robot_agent_uplink_bad_frames_total")+v("robot_agent_uplink_unknown_types_total"))
+	if a.robot != nil {
+		fmt.Fprintf(w, "  robot:     %d state events, %d face_info, %d greetings; skills %d ok, %d refused; function calls %d raised, %d delegated; %d dead-man resets\n",
+			v("robot_agent_state_events_total"), v("robot_agent_identity_face_info_total"), v("robot_agent_identity_greet_total"),
+			v("robot_agent_skills_ok_total"), max(0, v("robot_agent_skills_total")-v("robot_agent_skills_ok_total")),
+			v("robot_agent_function_calls_total"), v("robot_agent_function_calls_delegated_total"), v("robot_agent_skills_deadman_total"))
+	}
 	a.video.writeSummary(w)
 	if a.gw != nil {
 		if p50, p99, n := percentiles(a.gw.MicLatencies()); n > 0 {
