@@ -39,15 +39,49 @@ func (t *interruptTimer) ResetSession() {
 }
 
 type e2e struct {
-	a       *agent
-	mic     *sim.Mic
-	spk     *sim.Speaker
-	clk     clock.Clock
-	reg     *metrics.Registry
-	itimer  *interruptTimer
-	cancel  context.CancelFunc
-	done    chan error
-	stopped sync.Once
+	*runningAgent
+	mic    *sim.Mic
+	spk    *sim.Speaker
+	clk    clock.Clock
+	reg    *metrics.Registry
+	itimer *interruptTimer
+}
+
+// runningAgent runs an agent's main loop for a test; stop (also run at
+// cleanup) cancels it and checks it ends cleanly within 8 s.
+type runningAgent struct {
+	a      *agent
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	// beforeStop, if set, runs first in stop (e.g. stopping a pipeline the
+	// test started itself).
+	beforeStop func()
+}
+
+func runAgent(t *testing.T, a *agent) *runningAgent {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &runningAgent{a: a, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- a.run(ctx) }()
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+func (r *runningAgent) stop(t *testing.T) {
+	r.once.Do(func() {
+		if r.beforeStop != nil {
+			r.beforeStop()
+		}
+		r.cancel()
+		select {
+		case err := <-r.done:
+			if err != nil {
+				t.Errorf("agent run: %v", err)
+			}
+		case <-time.After(8 * time.Second):
+			t.Fatal("agent did not shut down within 8 s")
+		}
+	})
 }
 
 func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -71,36 +105,19 @@ func startE2E(t *testing.T, script *sim.SpeechScript, gw gateway.Config, mod fun
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e := &e2e{mic: mic, spk: spk, clk: clk, reg: metrics.NewRegistry(), done: make(chan error, 1)}
+	e := &e2e{mic: mic, spk: spk, clk: clk, reg: metrics.NewRegistry()}
 	opts := agentOptions{sim: true, mic: mic, speaker: spk, gwConfig: &gw,
 		wrapTTS: func(s uplink.TTSSink) uplink.TTSSink {
 			e.itimer = &interruptTimer{TTSSink: s, clk: clk}
 			return e.itimer
 		}}
-	e.a, err = newAgent(cfg, opts, clk, e.reg, quietLog())
+	a, err := newAgent(cfg, opts, clk, e.reg, quietLog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.a.gw.KeepPayloads(true)
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
-	go func() { e.done <- e.a.run(ctx) }()
-	t.Cleanup(func() { e.stop(t) })
+	a.gw.KeepPayloads(true)
+	e.runningAgent = runAgent(t, a)
 	return e
-}
-
-func (e *e2e) stop(t *testing.T) {
-	e.stopped.Do(func() {
-		e.cancel()
-		select {
-		case err := <-e.done:
-			if err != nil {
-				t.Errorf("agent run: %v", err)
-			}
-		case <-time.After(8 * time.Second):
-			t.Fatal("agent did not shut down within 8 s")
-		}
-	})
 }
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {

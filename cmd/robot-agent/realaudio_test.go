@@ -67,15 +67,12 @@ func (p *probeSpeaker) Write(b []int16) error {
 }
 
 type realE2E struct {
-	ad     audioDevicesConfig // as used (race builds raise the output buffer)
-	a      *agent
+	ad audioDevicesConfig // as used (race builds raise the output buffer)
+	*runningAgent
 	clk    clock.Clock
 	reg    *metrics.Registry
 	spk    *probeSpeaker
 	itimer *interruptTimer
-	cancel context.CancelFunc
-	done   chan error
-	once   sync.Once
 }
 
 func startRealE2E(t *testing.T, gw gateway.Config, ad audioDevicesConfig, mod func(*config.Config)) *realE2E {
@@ -103,7 +100,7 @@ func startRealE2E(t *testing.T, gw gateway.Config, ad audioDevicesConfig, mod fu
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e := &realE2E{ad: ad, clk: clk, reg: metrics.NewRegistry(), done: make(chan error, 1)}
+	e := &realE2E{ad: ad, clk: clk, reg: metrics.NewRegistry()}
 	log := quietLog()
 	if testing.Verbose() {
 		log = testLog(t)
@@ -122,31 +119,14 @@ func startRealE2E(t *testing.T, gw gateway.Config, ad audioDevicesConfig, mod fu
 			e.itimer = &interruptTimer{TTSSink: s, clk: clk}
 			return withDeviceFlush(e.itimer, e.spk)
 		}}
-	e.a, err = newAgent(cfg, opts, clk, e.reg, log)
+	a, err := newAgent(cfg, opts, clk, e.reg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.a.gw.KeepPayloads(true)
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
-	go func() { e.done <- e.a.run(ctx) }()
-	t.Cleanup(func() { e.stop(t) })
+	a.gw.KeepPayloads(true)
+	e.runningAgent = runAgent(t, a)
 	waitUntil(t, 5*time.Second, "gateway session", func() bool { return e.a.client.Up() })
 	return e
-}
-
-func (e *realE2E) stop(t *testing.T) {
-	e.once.Do(func() {
-		e.cancel()
-		select {
-		case err := <-e.done:
-			if err != nil {
-				t.Errorf("agent run: %v", err)
-			}
-		case <-time.After(8 * time.Second):
-			t.Fatal("agent did not shut down within 8 s")
-		}
-	})
 }
 
 // speech returns espeak-ng speech resampled to rate.

@@ -127,14 +127,11 @@ func (h robotLogHandler) WithGroup(g string) slog.Handler {
 // robotRig is a running agent with the simulated robot and the embedded
 // gateway.
 type robotRig struct {
-	a       *agent
-	clk     clock.Clock
-	reg     *metrics.Registry
-	log     *robotLogSink
-	sim     *modules.Sim
-	cancel  context.CancelFunc
-	done    chan error
-	stopped sync.Once
+	*runningAgent
+	clk clock.Clock
+	reg *metrics.Registry
+	log *robotLogSink
+	sim *modules.Sim
 }
 
 type rigOptions struct {
@@ -157,7 +154,7 @@ func startRobot(t *testing.T, o rigOptions) *robotRig {
 	if clk == nil {
 		clk = clock.NewReal()
 	}
-	r := &robotRig{clk: clk, reg: metrics.NewRegistry(), log: &robotLogSink{clk: clk}, done: make(chan error, 1)}
+	r := &robotRig{clk: clk, reg: metrics.NewRegistry(), log: &robotLogSink{clk: clk}}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("agent log (tail):\n%s", r.log.tail(12000))
@@ -184,11 +181,11 @@ func startRobot(t *testing.T, o rigOptions) *robotRig {
 	gw := o.gw
 	gw.Token, gw.NoEcho = "sim-token", true
 	log := slog.New(robotLogHandler{sink: r.log, inner: slog.NewTextHandler(r.log, nil)})
-	r.a, err = newAgent(cfg, agentOptions{sim: true, mic: mic, speaker: spk, gwConfig: &gw}, clk, r.reg, log)
+	a, err := newAgent(cfg, agentOptions{sim: true, mic: mic, speaker: spk, gwConfig: &gw}, clk, r.reg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.sim = r.a.robot.sim
+	r.sim = a.robot.sim
 	if r.sim == nil {
 		t.Fatal("agent built with sim: true has no simulated robot")
 	}
@@ -196,27 +193,10 @@ func startRobot(t *testing.T, o rigOptions) *robotRig {
 	r.sim.Scenario = &simgpio.Scenario{}
 	r.sim.Recogniser = &identity.SimRecogniser{}
 	if o.observer != nil {
-		r.a.client.AddObserver(o.observer)
+		a.client.AddObserver(o.observer)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r.cancel = cancel
-	go func() { r.done <- r.a.run(ctx) }()
-	t.Cleanup(func() { r.stop(t) })
+	r.runningAgent = runAgent(t, a)
 	return r
-}
-
-func (r *robotRig) stop(t *testing.T) {
-	r.stopped.Do(func() {
-		r.cancel()
-		select {
-		case err := <-r.done:
-			if err != nil {
-				t.Errorf("agent run: %v", err)
-			}
-		case <-time.After(8 * time.Second):
-			t.Fatal("agent did not shut down within 8 s")
-		}
-	})
 }
 
 // session waits for the next robot session at the gateway and for the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"image/jpeg"
 	"strings"
@@ -64,12 +63,10 @@ func TestCameraConfig(t *testing.T) {
 // videoE2E is an agent wired like newAgent + setupVideo, against the
 // embedded gateway (or a gateway URL given in mod).
 type videoE2E struct {
-	a      *agent
-	v      *videoPart
-	clk    clock.Clock
-	reg    *metrics.Registry
-	cancel context.CancelFunc
-	done   chan error
+	*runningAgent
+	v   *videoPart
+	clk clock.Clock
+	reg *metrics.Registry
 }
 
 // startVideoE2E builds and runs the agent with the camera cc; the video
@@ -93,8 +90,8 @@ func startVideoE2E(t *testing.T, cc cameraConfig, clk clock.Clock, mod func(*con
 	if mod != nil {
 		mod(&cfg)
 	}
-	e := &videoE2E{clk: clk, reg: metrics.NewRegistry(), done: make(chan error, 1)}
-	e.a, err = newAgent(cfg, agentOptions{sim: true, mic: mic, speaker: spk,
+	e := &videoE2E{clk: clk, reg: metrics.NewRegistry()}
+	a, err := newAgent(cfg, agentOptions{sim: true, mic: mic, speaker: spk,
 		gwConfig: &gateway.Config{Token: "sim-token", NoEcho: true}}, clk, e.reg, quietLog())
 	if err != nil {
 		t.Fatal(err)
@@ -102,35 +99,16 @@ func startVideoE2E(t *testing.T, cc cameraConfig, clk clock.Clock, mod func(*con
 	if err := cc.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if e.v, err = newVideoPart(e.a, cc); err != nil {
-		e.a.close()
+	if e.v, err = newVideoPart(a, cc); err != nil {
+		a.close()
 		t.Fatal(err)
 	}
-	if e.a.gw != nil {
-		e.a.gw.KeepPayloads(true)
+	if a.gw != nil {
+		a.gw.KeepPayloads(true)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	e.cancel = cancel
-	go func() { e.done <- e.a.run(ctx) }()
-	t.Cleanup(func() { e.stop(t) })
+	e.runningAgent = runAgent(t, a)
+	e.beforeStop = e.v.stop
 	return e
-}
-
-func (e *videoE2E) stop(t *testing.T) {
-	if e.cancel == nil {
-		return
-	}
-	e.v.stop()
-	e.cancel()
-	e.cancel = nil
-	select {
-	case err := <-e.done:
-		if err != nil {
-			t.Errorf("agent run: %v", err)
-		}
-	case <-time.After(8 * time.Second):
-		t.Fatal("agent did not shut down within 8 s")
-	}
 }
 
 // videoEvents returns the video frames the embedded gateway received.
