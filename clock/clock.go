@@ -10,6 +10,7 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -204,5 +205,21 @@ func (t *fakeTimer) Reset(d time.Duration) {
 	if !t.active {
 		t.active = true
 		t.f.timers = append(t.f.timers, t)
+	}
+}
+
+// SleepContext sleeps d on c, or less if ctx ends first; it reports whether
+// the full duration passed (false: ctx is done). d <= 0 returns at once.
+func SleepContext(ctx context.Context, c Clock, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := c.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C():
+		return true
 	}
 }

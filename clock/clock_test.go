@@ -1,6 +1,7 @@
 package clock
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -49,5 +50,33 @@ func TestRealMonoIsMonotonic(t *testing.T) {
 	r.Sleep(time.Millisecond)
 	if b := r.Mono(); b <= a {
 		t.Fatalf("Mono went from %v to %v", a, b)
+	}
+}
+
+func TestSleepContext(t *testing.T) {
+	f := NewFake()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan bool, 1)
+	go func() { done <- SleepContext(ctx, f, time.Second) }()
+	for {
+		f.mu.Lock()
+		n := len(f.timers)
+		f.mu.Unlock()
+		if n > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.Advance(time.Second)
+	if !<-done {
+		t.Fatal("full sleep reported interrupted")
+	}
+	go func() { done <- SleepContext(ctx, f, time.Hour) }()
+	cancel()
+	if <-done {
+		t.Fatal("cancelled sleep reported complete")
+	}
+	if SleepContext(ctx, f, 0) {
+		t.Fatal("zero sleep on a done context reported true")
 	}
 }

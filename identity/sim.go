@@ -55,19 +55,7 @@ func (r *SimRecogniser) Run(ctx context.Context, clk clock.Clock, send func(line
 	if every <= 0 {
 		every = 500 * time.Millisecond
 	}
-	wait := func(d time.Duration) bool {
-		if d <= 0 {
-			return ctx.Err() == nil
-		}
-		t := clk.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C():
-			return true
-		}
-	}
+	wait := func(d time.Duration) bool { return clock.SleepContext(ctx, clk, d) }
 	for {
 		start := clk.Mono()
 		for _, st := range r.Steps {

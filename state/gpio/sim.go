@@ -176,18 +176,7 @@ func (s *Scenario) Play(ctx context.Context, clk clock.Clock, cfg state.GPIOConf
 		log = slog.New(slog.DiscardHandler)
 	}
 	sleepUntil := func(start, at time.Duration) bool {
-		d := at - (clk.Mono() - start)
-		if d <= 0 {
-			return ctx.Err() == nil
-		}
-		t := clk.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C():
-			return true
-		}
+		return clock.SleepContext(ctx, clk, at-(clk.Mono()-start))
 	}
 	warned := map[string]bool{}
 	for {
