@@ -388,7 +388,8 @@ func (a *Arbiter) execute(ref, skill string, raw json.RawMessage, done func(json
 		}()
 		return nil
 	}
-	return fail(protocol.CodeInternal, "skill %q allowed but not implemented", skill)
+	// Unreachable: Config.Validate admits only the skills handled above.
+	return fail(protocol.CodeInternal, "skills: internal error: no executor for skill %q", skill)
 }
 
 // blink toggles out times times; it stops, leaving the output to whoever
