@@ -71,6 +71,10 @@ type Config struct {
 	GreetSkill *protocol.Skill
 	// NoGreeting disables answering greet_signal with a greeting.
 	NoGreeting bool
+	// ServerVAD finds utterances in the mic stream itself (the robot's
+	// continuous mode, where the gateway does VAD) with the same VAD the
+	// robot uses locally, instead of relying on the frames' flags.
+	ServerVAD bool
 	// ReplyPrefixMS of a 440 Hz-free lead-in silence is not added: the echo
 	// is the utterance itself, resampled 16 → 24 kHz.
 }
@@ -302,6 +306,8 @@ type Session struct {
 	// plays them in arrival order).
 	streamMu sync.Mutex
 
+	vad *serverVAD // nil unless Config.ServerVAD
+
 	mu        sync.Mutex
 	conn      *websocket.Conn
 	utt       map[uint32][]int16
@@ -378,6 +384,15 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go ss.writeLoop(sctx, conn)
+	if s.cfg.ServerVAD {
+		vad, err := newServerVAD(sctx, ss)
+		if err != nil {
+			s.log.Error("gateway: server VAD unavailable", "err", err)
+		} else {
+			ss.vad = vad
+			defer vad.close()
+		}
+	}
 	timeout := time.Duration(s.cfg.Keepalive.TimeoutMS) * time.Millisecond
 	conn.SetReadLimit(protocol.MaxUplink)
 	conn.SetPingHandler(func(appData string) error {
@@ -582,9 +597,26 @@ func (ss *Session) onMic(ctx context.Context, h protocol.Header, payload []byte,
 	if s.hooks.OnMic != nil {
 		s.hooks.OnMic(ss, h, payload)
 	}
+	if ss.vad != nil {
+		// Server-side VAD: the robot streams continuously; utterances are
+		// what the VAD finds in the stream.
+		ss.vad.feed(payload)
+		return
+	}
+	pcm := make([]int16, len(payload)/2)
+	for i := range pcm {
+		pcm[i] = int16(uint16(payload[2*i]) | uint16(payload[2*i+1])<<8)
+	}
+	ss.segment(ctx, h.Flag, h.Stream, pcm)
+}
+
+// segment collects one utterance from frames flagged start/continue/end:
+// a start during a reply interrupts it (barge-in); an end answers it.
+func (ss *Session) segment(ctx context.Context, flag protocol.Flag, stream uint32, pcm []int16) {
+	s := ss.srv
 	ss.mu.Lock()
-	if h.Flag == protocol.FlagStart {
-		ss.utt[h.Stream] = ss.utt[h.Stream][:0]
+	if flag == protocol.FlagStart {
+		ss.utt[stream] = ss.utt[stream][:0]
 		if ss.active != 0 && !s.cfg.NoBargeIn {
 			id := ss.active
 			ss.active = 0
@@ -593,29 +625,25 @@ func (ss *Session) onMic(ctx context.Context, h protocol.Header, payload []byte,
 			}
 			ss.mu.Unlock()
 			s.m.interrupts.Inc()
-			s.log.Info("gateway: barge-in, interrupting reply", "session", ss.ID, "response", id, "utterance", h.Stream)
+			s.log.Info("gateway: barge-in, interrupting reply", "session", ss.ID, "response", id, "utterance", stream)
 			ss.Send(&protocol.Interrupt{ResponseID: id, Reason: "barge_in"})
 			ss.mu.Lock()
 		}
 	}
-	buf := ss.utt[h.Stream]
-	for i := 0; i+1 < len(payload); i += 2 {
-		buf = append(buf, int16(uint16(payload[i])|uint16(payload[i+1])<<8))
-	}
-	ss.utt[h.Stream] = buf
-	if h.Flag != protocol.FlagEnd {
+	buf := append(ss.utt[stream], pcm...)
+	ss.utt[stream] = buf
+	if flag != protocol.FlagEnd {
 		ss.mu.Unlock()
 		return
 	}
-	pcm := buf
-	delete(ss.utt, h.Stream)
+	delete(ss.utt, stream)
 	ss.mu.Unlock()
 	s.m.utterances.Inc()
-	s.log.Info("gateway: utterance", "session", ss.ID, "utterance", h.Stream, "ms", len(pcm)*1000/16000)
-	if s.cfg.NoEcho || len(pcm) == 0 {
+	s.log.Info("gateway: utterance", "session", ss.ID, "utterance", stream, "ms", len(buf)*1000/16000)
+	if s.cfg.NoEcho || len(buf) == 0 {
 		return
 	}
-	ss.respond(ctx, h.Stream, pcm)
+	ss.respond(ctx, stream, buf)
 }
 
 // respond answers an utterance: asr text, an llm delta, and the utterance

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/gateway"
@@ -299,4 +300,32 @@ func TestEndToEndBargeIn(t *testing.T) {
 		_, i := e.a.progress.counts()
 		return i >= 1
 	})
+}
+
+// TestEndToEndContinuousModeServerVAD: in continuous mode the robot streams
+// one long utterance and the gateway does the VAD; the embedded gateway
+// finds the speech in the stream and answers it.
+func TestEndToEndContinuousModeServerVAD(t *testing.T) {
+	script := &sim.SpeechScript{Utterances: []sim.Utterance{{Silence: 500 * time.Millisecond}, {Speech: 800 * time.Millisecond, Silence: 3 * time.Second}}}
+	e := startE2E(t, script, gateway.Config{Token: "sim-token", Speed: 8, ServerVAD: true, NoGreeting: true}, func(c *config.Config) {
+		c.Audio.Mode = capture.ModeContinuous
+	})
+	waitUntil(t, 10*time.Second, "a response to the speech found by the gateway's VAD", func() bool {
+		d, _ := e.a.progress.counts()
+		return d >= 1
+	})
+	var starts int
+	for _, ev := range e.a.gw.Events() {
+		if ev.Header != nil && ev.Header.Kind == protocol.KindMicAudio && ev.Header.Flag == protocol.FlagStart {
+			starts++
+		}
+	}
+	if starts != 1 {
+		t.Fatalf("robot sent %d start frames in continuous mode, want 1", starts)
+	}
+	played := e.reg.Value("robot_agent_playback_played_samples_total")
+	// The answer echoes the speech (800 ms) with pre-roll and hangover.
+	if ms := played * 1000 / 24000; ms < 800 || ms > 800+300+600+200 {
+		t.Fatalf("played %d ms, want the echo of about 0.8 s of speech plus pre-roll and hangover", ms)
+	}
 }

@@ -351,7 +351,9 @@ func (a *agent) startEmbeddedGateway() error {
 	gcfg := gateway.Config{Token: "sim-token", TTSMode: a.cfg.Gateway.TTSMode, Speed: a.cfg.Gateway.Speed,
 		// After greeting someone, blink the simulated robot's eyes: a skill
 		// that goes through the robot's safety arbiter to a GPIO output.
-		GreetSkill: &protocol.Skill{Skill: "gpio.blink", Args: json.RawMessage(`{"pin":"led_eyes","times":3,"period_ms":200}`)}}
+		GreetSkill: &protocol.Skill{Skill: "gpio.blink", Args: json.RawMessage(`{"pin":"led_eyes","times":3,"period_ms":200}`)},
+		// In continuous mode the gateway finds the utterances.
+		ServerVAD: a.cfg.Audio.Mode == capture.ModeContinuous}
 	if a.opts.gwConfig != nil {
 		gcfg = *a.opts.gwConfig
 	}
