@@ -338,7 +338,8 @@ func (c *Client) queueEphemeral(data []byte) {
 }
 
 // signal wakes the write pump. A non-blocking send on a 1-buffered channel:
-// it never blocks the producer.
+// it never blocks or allocates, but it does take the channel's internal
+// lock for a moment — the only lock on the mic fast lane.
 func (c *Client) signal() {
 	select {
 	case c.wake <- struct{}{}:
