@@ -353,8 +353,7 @@ func (c *Client) signal() {
 // returns nil.
 func (c *Client) Run(ctx context.Context) error {
 	go c.controlLoop(ctx)
-	attempt := 0
-	var delayOverride time.Duration
+	bo := reconnectBackoff{base: c.cfg.BackoffBase, cap: c.cfg.BackoffCap, reset: c.cfg.BackoffReset}
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -364,19 +363,12 @@ func (c *Client) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		var after time.Duration
 		var ga *goAwayError
 		if errors.As(err, &ga) {
-			delayOverride = ga.after
+			after = ga.after
 		}
-		if c.clk.Now().Sub(start) >= c.cfg.BackoffReset {
-			attempt = 0
-		}
-		d := backoff(c.cfg.BackoffBase, c.cfg.BackoffCap, attempt)
-		if delayOverride > 0 {
-			d = delayOverride
-			delayOverride = 0
-		}
-		attempt++
+		d := bo.next(c.clk.Now().Sub(start), after)
 		c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
 		if !c.wait(ctx, d) {
 			return nil
@@ -401,6 +393,28 @@ func (c *Client) wait(ctx context.Context, d time.Duration) bool {
 		case <-beat.C:
 		}
 	}
+}
+
+// reconnectBackoff is the reconnect policy: exponential with full jitter,
+// capped, and reset only after a session that stayed up for at least reset.
+// A gateway's go_away delay, when given, replaces the computed one.
+type reconnectBackoff struct {
+	base, cap, reset time.Duration
+	attempt          int
+}
+
+// next returns the delay before the next dial, given how long the last
+// session lasted (0 for a failed dial) and the gateway's go_away delay.
+func (b *reconnectBackoff) next(lasted, goAwayAfter time.Duration) time.Duration {
+	if lasted >= b.reset {
+		b.attempt = 0
+	}
+	d := backoff(b.base, b.cap, b.attempt)
+	b.attempt++
+	if goAwayAfter > 0 {
+		return goAwayAfter
+	}
+	return d
 }
 
 // backoff returns a full-jitter delay: uniform in [0, min(cap, base*2^n)].

@@ -198,3 +198,33 @@ func TestFrameLaneNoAllocAndDrops(t *testing.T) {
 		t.Fatalf("frame in lane decoded as %+v / %d bytes", gh, len(payload))
 	}
 }
+
+func TestReconnectBackoffGrowsAndResetsOnlyAfterAStableSession(t *testing.T) {
+	b := reconnectBackoff{base: 100 * time.Millisecond, cap: 3 * time.Second, reset: time.Minute}
+	maxOf := func(lasted time.Duration, n int) time.Duration {
+		// The largest of many draws approaches the attempt's bound.
+		var m time.Duration
+		for i := 0; i < n; i++ {
+			saved := b.attempt
+			m = maxDur(m, b.next(lasted, 0))
+			b.attempt = saved
+		}
+		b.next(lasted, 0)
+		return m
+	}
+	bounds := []time.Duration{100, 200, 400, 800, 1600, 3000, 3000}
+	for i, want := range bounds {
+		got := maxOf(5*time.Second, 300) // flapping sessions: no reset
+		if got > want*time.Millisecond || got < want*time.Millisecond/2 {
+			t.Fatalf("attempt %d: max delay %v, want close to and at most %v", i, got, want*time.Millisecond)
+		}
+	}
+	// A session that stayed up a minute resets the backoff.
+	if got := maxOf(time.Minute, 300); got > 100*time.Millisecond {
+		t.Fatalf("after a stable session: max delay %v, want <= 100ms", got)
+	}
+	// go_away's delay wins.
+	if d := b.next(0, 1234*time.Millisecond); d != 1234*time.Millisecond {
+		t.Fatalf("go_away delay ignored: %v", d)
+	}
+}
