@@ -368,13 +368,18 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 	}
 	gh.TS = s.clk.Mono().Microseconds()
 	hb, _ := protocol.Marshal(gh)
-	conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if err := conn.WriteMessage(websocket.TextMessage, hb); err != nil {
-		return
-	}
+	// Register the session before the robot can see the hello, so that
+	// anyone who sees the robot online also finds the session here.
 	s.mu.Lock()
 	s.sessions[ss.ID] = ss
 	s.mu.Unlock()
+	conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if err := conn.WriteMessage(websocket.TextMessage, hb); err != nil {
+		s.mu.Lock()
+		delete(s.sessions, ss.ID)
+		s.mu.Unlock()
+		return
+	}
 	s.m.sessions.Inc()
 	s.log.Info("gateway: robot online", "session", ss.ID, "device", dev, "model", hello.Model, "agent", hello.AgentVersion, "capabilities", hello.Capabilities)
 	select {
