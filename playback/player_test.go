@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -74,18 +75,6 @@ func drain(p *Player) []Event {
 	var ev []Event
 	p.DrainEvents(func(e Event) { ev = append(ev, e) })
 	return ev
-}
-
-func equal(a, b []int16) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 func allZero(s []int16) bool {
@@ -201,7 +190,7 @@ func TestPlayExactlyThenDone(t *testing.T) {
 			t.Fatalf("Progress = %+v after %d samples", pr, len(out))
 		}
 	}
-	if !equal(out, in) {
+	if !slices.Equal(out, in) {
 		t.Fatal("output differs from input")
 	}
 	tail := fill(p, 240)
@@ -239,7 +228,7 @@ func TestPrebuffer(t *testing.T) {
 			t.Fatalf("Progress while prebuffering = %+v", pr)
 		}
 		mustPush(t, p, 1, constant(480, 1000)) // now 60 ms
-		if out := fill(p, 240); !equal(out, constant(240, 1000)) {
+		if out := fill(p, 240); !slices.Equal(out, constant(240, 1000)) {
 			t.Fatalf("not playing verbatim after prebuffer: %v", out[:8])
 		}
 	})
@@ -247,7 +236,7 @@ func TestPrebuffer(t *testing.T) {
 		p, _, reg := newTestPlayer(t, Config{})
 		mustPush(t, p, 1, constant(240, -700)) // 10 ms only
 		p.EndResponse(1)
-		if out := fill(p, 240); !equal(out, constant(240, -700)) {
+		if out := fill(p, 240); !slices.Equal(out, constant(240, -700)) {
 			t.Fatal("short ended response did not play at once")
 		}
 		fill(p, 240)
@@ -291,7 +280,7 @@ func TestUnderrunConcealment(t *testing.T) {
 			for range 6 {
 				out = append(out, fill(p, 240)...)
 			}
-			if !equal(out, tt.a) {
+			if !slices.Equal(out, tt.a) {
 				t.Fatal("first part not played verbatim")
 			}
 			under := fill(p, 240)
@@ -323,7 +312,7 @@ func TestUnderrunConcealment(t *testing.T) {
 					t.Fatalf("fade-in sample %d = %d, want %d", k, resumed[k], want)
 				}
 			}
-			if !equal(resumed[fadeLen:], tt.b[fadeLen:]) {
+			if !slices.Equal(resumed[fadeLen:], tt.b[fadeLen:]) {
 				t.Fatal("resumed audio not verbatim after the fade-in")
 			}
 			bound := tt.natual + tt.amp/fadeLen + 1
@@ -347,7 +336,7 @@ func TestInterrupt(t *testing.T) {
 	p, clk, reg := newTestPlayer(t, Config{})
 	mustPush(t, p, 1, constant(2400, 10000))
 	played := append(fill(p, 240), fill(p, 240)...)
-	if !equal(played, constant(480, 10000)) {
+	if !slices.Equal(played, constant(480, 10000)) {
 		t.Fatal("response 1 not playing")
 	}
 	clk.Advance(time.Second)
@@ -380,7 +369,7 @@ func TestInterrupt(t *testing.T) {
 	}
 	mustPush(t, p, 2, constant(1440, -8000))
 	p.EndResponse(2)
-	if out := fill(p, 1440); !equal(out, constant(1440, -8000)) {
+	if out := fill(p, 1440); !slices.Equal(out, constant(1440, -8000)) {
 		t.Fatal("new response after interrupt did not play verbatim")
 	}
 	fill(p, 240)
@@ -422,7 +411,7 @@ func TestInterruptScope(t *testing.T) {
 		}
 		mustPush(t, p, 3, constant(480, 3))
 		p.EndResponse(3)
-		if !equal(fill(p, 480), constant(480, 3)) {
+		if !slices.Equal(fill(p, 480), constant(480, 3)) {
 			t.Fatal("response 3 did not play")
 		}
 	})
@@ -433,7 +422,7 @@ func TestInterruptScope(t *testing.T) {
 		mustPush(t, p, 2, constant(480, 2))
 		p.EndResponse(2)
 		p.Interrupt(1)
-		if !equal(fill(p, 480), constant(480, 2)) {
+		if !slices.Equal(fill(p, 480), constant(480, 2)) {
 			t.Fatal("response 2 clipped by Interrupt(1)")
 		}
 	})
@@ -462,7 +451,7 @@ func TestInterruptScope(t *testing.T) {
 func TestResetSession(t *testing.T) {
 	p, _, _ := newTestPlayer(t, Config{})
 	mustPush(t, p, 5, constant(1440, 500))
-	if !equal(fill(p, 240), constant(240, 500)) {
+	if !slices.Equal(fill(p, 240), constant(240, 500)) {
 		t.Fatal("not playing")
 	}
 	p.ResetSession()
@@ -475,7 +464,7 @@ func TestResetSession(t *testing.T) {
 	}
 	mustPush(t, p, 1, constant(480, 1)) // ids restart in the new session
 	p.EndResponse(1)
-	if !equal(fill(p, 480), constant(480, 1)) {
+	if !slices.Equal(fill(p, 480), constant(480, 1)) {
 		t.Fatal("new session's response 1 did not play")
 	}
 	p.Interrupt(0)
@@ -626,7 +615,7 @@ func TestRun(t *testing.T) {
 		if err := p.Run(ctx, sink); !errors.Is(err, context.Canceled) {
 			t.Fatalf("Run = %v, want context.Canceled", err)
 		}
-		if !equal(sink.got[:1000], in) || len(sink.sizes) != 1 || sink.sizes[120] == 0 {
+		if !slices.Equal(sink.got[:1000], in) || len(sink.sizes) != 1 || sink.sizes[120] == 0 {
 			t.Fatalf("sink got wrong audio or write sizes %v", sink.sizes)
 		}
 	})

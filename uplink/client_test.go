@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -215,7 +216,7 @@ func TestControlLaneSurvivesDisconnect(t *testing.T) {
 		}
 	}
 	want := []string{"boot-1", "boot-2", "boot-3", "boot-4", "boot-5", "boot-6"}
-	if !equal(firsts, want) {
+	if !slices.Equal(firsts, want) {
 		t.Fatalf("gateway saw %v, want every event in order %v", firsts, want)
 	}
 	if r.reg.Value("robot_agent_uplink_connects_total") < 2 {
@@ -256,7 +257,7 @@ func TestControlLaneQueuedBeforeGatewayExists(t *testing.T) {
 	go hs.Serve(ln)
 	defer hs.Close()
 	waitFor(t, "delivery", func() bool { return c.Outbox().Len() == 0 })
-	if got := gatewayStates(gw); !equal(got, []string{"b-1", "b-2", "b-3"}) {
+	if got := gatewayStates(gw); !slices.Equal(got, []string{"b-1", "b-2", "b-3"}) {
 		t.Fatalf("gateway got %v", got)
 	}
 }

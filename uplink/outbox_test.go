@@ -3,6 +3,7 @@ package uplink
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -44,7 +45,7 @@ func TestOutboxOrderAckAndResend(t *testing.T) {
 	}
 	got := ids(t, o)
 	want := []string{"boot-1", "boot-2", "boot-3", "boot-4", "boot-5"}
-	if !equal(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("first send order = %v, want %v", got, want)
 	}
 	if !o.Ack("boot-2") || !o.Ack("boot-4") {
@@ -59,7 +60,7 @@ func TestOutboxOrderAckAndResend(t *testing.T) {
 	o.rewind()
 	got = ids(t, o)
 	want = []string{"boot-1", "boot-3", "boot-5"}
-	if !equal(got, want) {
+	if !slices.Equal(got, want) {
 		t.Fatalf("resend after reconnect = %v, want %v", got, want)
 	}
 	if reg.Value("robot_agent_control_resent_total") != 3 {
@@ -79,7 +80,7 @@ func TestOutboxAckDuringSendKeepsCursor(t *testing.T) {
 	o.next() // b-2
 	o.Ack("b-1")
 	got := ids(t, o)
-	if !equal(got, []string{"b-3", "b-4"}) {
+	if !slices.Equal(got, []string{"b-3", "b-4"}) {
 		t.Fatalf("after ack of an already-sent message, next = %v, want [b-3 b-4]", got)
 	}
 }
@@ -118,37 +119,18 @@ func TestBackoffFullJitterBounds(t *testing.T) {
 		if bound > cap {
 			bound = cap
 		}
-		var max time.Duration
+		var largest time.Duration
 		for i := 0; i < 500; i++ {
 			d := backoff(base, cap, attempt)
 			if d < 0 || d > bound {
 				t.Fatalf("attempt %d: backoff %v outside [0, %v]", attempt, d, bound)
 			}
-			max = maxDur(max, d)
+			largest = max(largest, d)
 		}
-		if max < bound/2 {
-			t.Fatalf("attempt %d: 500 draws never exceeded %v (bound %v): not full jitter", attempt, max, bound)
-		}
-	}
-}
-
-func maxDur(a, b time.Duration) time.Duration {
-	if a > b {
-		return a
-	}
-	return b
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
+		if largest < bound/2 {
+			t.Fatalf("attempt %d: 500 draws never exceeded %v (bound %v): not full jitter", attempt, largest, bound)
 		}
 	}
-	return true
 }
 
 func TestFrameLaneNoAllocAndDrops(t *testing.T) {
@@ -206,7 +188,7 @@ func TestReconnectBackoffGrowsAndResetsOnlyAfterAStableSession(t *testing.T) {
 		var m time.Duration
 		for i := 0; i < n; i++ {
 			saved := b.attempt
-			m = maxDur(m, b.next(lasted, 0))
+			m = max(m, b.next(lasted, 0))
 			b.attempt = saved
 		}
 		b.next(lasted, 0)

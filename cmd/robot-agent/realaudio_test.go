@@ -15,16 +15,17 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/clock"
+	pcmlevel "github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/codec/resample"
 	"github.com/robot-agent/robot-agent/codec/wav"
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/gateway"
+	"github.com/robot-agent/robot-agent/hw/hwtest"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/uplink"
@@ -34,14 +35,6 @@ import (
 // scripts/with-pulse.sh a private PulseAudio's null sink (the speaker) and
 // its monitor (the mic). An independent parec process records the sink's
 // monitor as the witness of what the speaker played.
-
-func skipOrFail(t *testing.T, why string) {
-	t.Helper()
-	if os.Getenv("ROBOT_AGENT_REQUIRE_AUDIO") != "" {
-		t.Fatalf("ROBOT_AGENT_REQUIRE_AUDIO is set but %s", why)
-	}
-	t.Skipf("no audio device reachable (%s); run under scripts/with-pulse.sh", why)
-}
 
 // probeSpeaker notes when the first audible block reaches the device layer.
 type probeSpeaker struct {
@@ -78,14 +71,14 @@ type realE2E struct {
 func startRealE2E(t *testing.T, gw gateway.Config, ad audioDevicesConfig, mod func(*config.Config)) *realE2E {
 	t.Helper()
 	if os.Getenv("ROBOT_AGENT_PULSE_SINK") == "" {
-		skipOrFail(t, "not under scripts/with-pulse.sh (the tests record the private null sink's monitor)")
+		hwtest.SkipOrFail(t, "not under scripts/with-pulse.sh (the tests record the private null sink's monitor)")
 	}
 	for _, tool := range []string{"parec", "paplay"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			skipOrFail(t, tool+" not installed (pulseaudio-utils)")
+			hwtest.SkipOrFail(t, tool+" not installed (pulseaudio-utils)")
 		}
 	}
-	lockAudio(t)
+	hwtest.LockAudio(t)
 	if raceEnabled {
 		// The race detector slows the Go side several-fold; give it the
 		// queue it needs (the bounds below are relative to it).
@@ -107,11 +100,11 @@ func startRealE2E(t *testing.T, gw gateway.Config, ad audioDevicesConfig, mod fu
 	}
 	mic, spk, err := openAudioDevices(ad, cfg.Playback.FadeMS, clk, e.reg, log)
 	if err != nil {
-		skipOrFail(t, err.Error())
+		hwtest.SkipOrFail(t, err.Error())
 	}
 	t.Cleanup(func() { mic.Close(); spk.Close() })
 	if !mic.Up() || !spk.Up() {
-		skipOrFail(t, "the default input or output device did not open")
+		hwtest.SkipOrFail(t, "the default input or output device did not open")
 	}
 	e.spk = &probeSpeaker{realSpeaker: spk, clk: clk}
 	opts := agentOptions{mic: mic, speaker: e.spk, gwConfig: &gw,
@@ -133,7 +126,7 @@ func startRealE2E(t *testing.T, gw gateway.Config, ad audioDevicesConfig, mod fu
 func speech(t *testing.T, rate int) []int16 {
 	t.Helper()
 	if _, err := exec.LookPath("espeak-ng"); err != nil {
-		skipOrFail(t, "espeak-ng not installed (scripts/deps.sh installs it)")
+		hwtest.SkipOrFail(t, "espeak-ng not installed (scripts/deps.sh installs it)")
 	}
 	path := filepath.Join(t.TempDir(), "speech.wav")
 	out, err := exec.Command("espeak-ng", "-s", "165", "-w", path,
@@ -181,7 +174,7 @@ func startParec(t *testing.T, clk clock.Clock, rate int) *parec {
 		t.Fatal(err)
 	}
 	if err := p.cmd.Start(); err != nil {
-		skipOrFail(t, "parec: "+err.Error())
+		hwtest.SkipOrFail(t, "parec: "+err.Error())
 	}
 	go func() {
 		defer close(p.copied)
@@ -318,28 +311,12 @@ func align(rec, ref []int16, rate int) (int, float64) {
 	return fine, fineC
 }
 
-func peak(x []int16) int {
-	p := 0
-	for _, v := range x {
-		p = max(p, int(math.Abs(float64(v))))
-	}
-	return p
-}
-
 func maxStep(x []int16) int {
 	m := 0
 	for i := 1; i < len(x); i++ {
 		m = max(m, int(math.Abs(float64(x[i])-float64(x[i-1]))))
 	}
 	return m
-}
-
-func rms(x []int16) float64 {
-	var s float64
-	for _, v := range x {
-		s += float64(v) * float64(v)
-	}
-	return math.Sqrt(s / float64(max(len(x), 1)))
 }
 
 // Real speech through the whole downlink: gateway → WebSocket → jitter
@@ -388,7 +365,7 @@ func TestRealDownlinkSpeech(t *testing.T) {
 	win, period := rate/1000, 10
 	run, longest := 0, 0
 	for i := 0; i+win <= len(ref); i += win {
-		if pr := peak(ref[i : i+win]); pr > 1000 && peak(got[i:i+win]) < pr/10 {
+		if pr := pcmlevel.Peak(ref[i : i+win]); pr > 1000 && pcmlevel.Peak(got[i:i+win]) < pr/10 {
 			run++
 			longest = max(longest, run)
 		} else {
@@ -401,7 +378,7 @@ func TestRealDownlinkSpeech(t *testing.T) {
 	// Clicks: silence before the reply, and no step at the start or the end
 	// larger than the speech's own.
 	pre := pcm[max(0, off-100*win) : off-win]
-	if p := peak(pre); p > 200 {
+	if p := pcmlevel.Peak(pre); p > 200 {
 		t.Errorf("peak %d in the 100 ms before the reply, want silence (no click)", p)
 	}
 	edge := 20 * win
@@ -470,7 +447,7 @@ func TestRealUplinkCapture(t *testing.T) {
 		t.Fatalf("gateway received %d samples (%d frames), fewer than the %d played", len(got), frames, len(ref))
 	}
 	off, c := align(got, ref, rate)
-	lvl := 20 * math.Log10(rms(got[off:off+len(ref)])/rms(ref))
+	lvl := 20 * math.Log10(pcmlevel.RMS(got[off:off+len(ref)])/pcmlevel.RMS(ref))
 	t.Logf("gateway received %.2f s; the signal found at %.3f s with NCC %.4f, level %+.2f dB", float64(len(got))/rate, float64(off)/rate, c, lvl)
 	if c < 0.9 {
 		t.Errorf("NCC %.4f between what the gateway received and what was played, want >= 0.9", c)
@@ -561,25 +538,4 @@ func TestRealWithoutHalfDuplexTheRobotInterruptsItself(t *testing.T) {
 		_, i := e.a.progress.counts()
 		return i >= 1
 	})
-}
-
-// lockAudio serialises tests that use the shared audio devices across test
-// processes (go test runs packages in parallel, and they all play into the
-// same PulseAudio sink; one even unplugs it). It holds an exclusive flock
-// on a file in $XDG_RUNTIME_DIR until the test ends.
-func lockAudio(tb testing.TB) {
-	tb.Helper()
-	dir := os.Getenv("XDG_RUNTIME_DIR")
-	if dir == "" {
-		dir = os.TempDir()
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "robot-agent-audio-tests.lock"), os.O_CREATE|os.O_RDWR, 0o600)
-	if err != nil {
-		tb.Fatalf("audio test lock: %v", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
-		tb.Fatalf("audio test lock: %v", err)
-	}
-	tb.Cleanup(func() { syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() })
 }

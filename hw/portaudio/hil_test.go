@@ -12,6 +12,7 @@ import (
 
 	"github.com/robot-agent/robot-agent/codec/resample"
 	"github.com/robot-agent/robot-agent/codec/wav"
+	"github.com/robot-agent/robot-agent/hw/hwtest"
 	"github.com/robot-agent/robot-agent/metrics"
 )
 
@@ -29,7 +30,7 @@ func TestHIL(t *testing.T) {
 		t.Skip("hardware-in-the-loop check: run `make hil` (ROBOT_AGENT_HIL=1)")
 	}
 	reg := metrics.NewRegistry()
-	lockAudio(t)
+	hwtest.LockAudio(t)
 	h, err := NewHost(HostConfig{Metrics: reg, Log: testLogger(t)})
 	if err != nil {
 		t.Skipf("HIL skipped: %v", err)

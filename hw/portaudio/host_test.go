@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -172,7 +173,7 @@ func TestLostThenBackUnderNewCardNumber(t *testing.T) {
 		t.Errorf("%d rescans while the device stayed away, want 1 (after the change)", fh.f.inits-inits)
 	}
 	want := []time.Duration{DefaultRetryMin, 2 * DefaultRetryMin, 4 * DefaultRetryMin, 8 * DefaultRetryMin, 16 * DefaultRetryMin, DefaultRetryMax}
-	if len(backoffs) < len(want) || !equalDurations(backoffs[:len(want)], want) {
+	if len(backoffs) < len(want) || !slices.Equal(backoffs[:len(want)], want) {
 		t.Errorf("backoff sequence %v, want it to start %v", backoffs, want)
 	}
 	if !src.Up() {
@@ -202,18 +203,6 @@ func TestLostThenBackUnderNewCardNumber(t *testing.T) {
 			t.Errorf("a stream on the old card is still open")
 		}
 	}
-}
-
-func equalDurations(a, b []time.Duration) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // While degraded, Write and Read keep time with the clock (so the player

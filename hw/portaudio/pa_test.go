@@ -236,10 +236,10 @@ func pulseCtl(t *testing.T, args ...string) string {
 func unplugPulse(t *testing.T) (replug func()) {
 	t.Helper()
 	if os.Getenv("ROBOT_AGENT_PULSE_SINK") == "" {
-		skipOrFail(t, "not under scripts/with-pulse.sh (needs its private PulseAudio to unplug)")
+		hwtest.SkipOrFail(t, "not under scripts/with-pulse.sh (needs its private PulseAudio to unplug)")
 	}
 	if _, err := exec.LookPath("pactl"); err != nil {
-		skipOrFail(t, "pactl not installed")
+		hwtest.SkipOrFail(t, "pactl not installed")
 	}
 	for _, line := range strings.Split(pulseCtl(t, "list", "short", "modules"), "\n") {
 		f := strings.Fields(line)
