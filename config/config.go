@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -141,41 +142,17 @@ func Decode(r io.Reader, c *Config, extraSections ...string) error {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
+	// Strict: a misspelt key inside a known section is an error with its
+	// line; unknown top-level keys land in Extra and are checked below.
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	for k, n := range c.Extra {
-		known := false
-		for _, s := range extraSections {
-			if s == k {
-				known = true
-			}
-		}
-		if !known {
+		if !slices.Contains(extraSections, k) {
 			return fmt.Errorf("%w: line %d: unknown key %q", ErrInvalid, n.Line, k)
 		}
-	}
-	return checkKnown(data)
-}
-
-// checkKnown re-decodes the core sections strictly so misspelt keys inside
-// them are reported with their line.
-func checkKnown(data []byte) error {
-	var probe struct {
-		Device   Device               `yaml:"device"`
-		Gateway  Gateway              `yaml:"gateway"`
-		Audio    Audio                `yaml:"audio"`
-		Playback Playback             `yaml:"playback"`
-		Sim      Sim                  `yaml:"sim"`
-		Metrics  Metrics              `yaml:"metrics"`
-		Log      Log                  `yaml:"log"`
-		Rest     map[string]yaml.Node `yaml:",inline"`
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&probe); err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return nil
 }
