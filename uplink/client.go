@@ -48,15 +48,16 @@ var (
 )
 
 // TTSSink receives downlink audio on the read pump. PushPCM must not block.
-// playback.Player implements it. If it also has a ResetSession method, the
-// client calls it when a new session starts (response ids restart), before
-// the session's read pump runs.
+// playback.Player implements it.
 type TTSSink interface {
 	PushPCM(responseID uint32, pcmLE []byte) error
 	EndResponse(responseID uint32)
 	// Interrupt flushes responseID and everything before it (0: all) and
 	// returns the response id it cut up to.
 	Interrupt(responseID uint32) uint32
+	// ResetSession is called when a new session starts (response ids
+	// restart), before the session's read pump runs.
+	ResetSession()
 }
 
 // ControlHandler receives gateway control messages (asr, llm/vlm text,
@@ -547,9 +548,7 @@ func (c *Client) session(ctx context.Context) error {
 	if c.tts != nil {
 		// Response ids restart per session: nothing buffered from the old
 		// session may play into the new one.
-		if r, ok := c.tts.(interface{ ResetSession() }); ok {
-			r.ResetSession()
-		}
+		c.tts.ResetSession()
 	}
 	c.up.Store(true)
 	c.m.linkUp.Set(1)

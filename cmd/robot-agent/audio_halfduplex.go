@@ -141,11 +141,3 @@ func (t *flushingTTS) Interrupt(id uint32) uint32 {
 	t.f.Flush()
 	return r
 }
-
-// ResetSession forwards to the player (the read pump calls it through an
-// interface check).
-func (t *flushingTTS) ResetSession() {
-	if r, ok := t.TTSSink.(interface{ ResetSession() }); ok {
-		r.ResetSession()
-	}
-}

@@ -125,7 +125,7 @@ func TestWithDeviceFlush(t *testing.T) {
 	if got := tts.Interrupt(7); got != 7 {
 		t.Errorf("Interrupt returned %d", got)
 	}
-	tts.(interface{ ResetSession() }).ResetSession()
+	tts.ResetSession()
 	if strings.Join(log, ",") != "player,device,reset" {
 		t.Errorf("calls %v, want the player interrupted before the device flush, then reset", log)
 	}

@@ -33,12 +33,6 @@ func (t *interruptTimer) Interrupt(id uint32) uint32 {
 	return r
 }
 
-func (t *interruptTimer) ResetSession() {
-	if r, ok := t.TTSSink.(interface{ ResetSession() }); ok {
-		r.ResetSession()
-	}
-}
-
 type e2e struct {
 	*runningAgent
 	mic    *sim.Mic
