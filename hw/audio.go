@@ -9,6 +9,7 @@ package hw
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Errors shared by device implementations.
@@ -67,4 +68,26 @@ type AudioSink interface {
 // (how many frames Write should be handed at once for lowest latency).
 type Periodic interface {
 	PeriodFrames() int
+}
+
+// Flusher is an optional capability of an AudioSink, used for barge-in:
+// Flush discards every sample handed to Write before or during the call
+// that the device has not played yet, fading what is playing to zero within
+// 4 ms (no click). A Write running concurrently returns early without
+// queuing the rest of its buffer. Writes that start after Flush returns play
+// normally. Flush may be called from any goroutine, never blocks and never
+// allocates; it returns the number of frames discarded.
+type Flusher interface {
+	Flush() int
+}
+
+// LatencyReporter is an optional capability of an AudioSource or AudioSink:
+// the device-side delay of the stream, as last measured against the device
+// clock (for PortAudio, from the callback's ADC/DAC times). For a sink: from
+// the return of the last Write until its last sample reaches the DAC. For a
+// source: from the ADC capturing the last sample returned by Read until Read
+// returned it. The echo canceller aligns its far-end reference with this.
+// Safe to call from any goroutine.
+type LatencyReporter interface {
+	DeviceLatency() time.Duration
 }

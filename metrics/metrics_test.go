@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,5 +48,32 @@ func TestCounterIncDoesNotAllocate(t *testing.T) {
 	c := NewRegistry().Counter("x", "")
 	if n := testing.AllocsPerRun(100, c.Inc); n != 0 {
 		t.Fatalf("Inc allocates %v", n)
+	}
+}
+
+func TestHistogramBucketsAndText(t *testing.T) {
+	r := NewRegistry()
+	h := r.Histogram("robot_agent_x_seconds", "x", []float64{0.001, 0.01})
+	for _, v := range []float64{0.0005, 0.001, 0.002, 0.5} {
+		h.Observe(v)
+	}
+	_, cum := h.Buckets()
+	if want := []int64{2, 3, 4}; !slices.Equal(cum, want) {
+		t.Fatalf("cumulative = %v, want %v", cum, want)
+	}
+	if h.Count() != 4 || r.Value("robot_agent_x_seconds") != 4 {
+		t.Fatalf("count = %d", h.Count())
+	}
+	var b strings.Builder
+	if err := r.WritePrometheus(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{`robot_agent_x_seconds_bucket{le="0.001"} 2`, `robot_agent_x_seconds_bucket{le="+Inf"} 4`, "robot_agent_x_seconds_count 4", "# TYPE robot_agent_x_seconds histogram"} {
+		if !strings.Contains(b.String(), line) {
+			t.Errorf("missing %q in:\n%s", line, b.String())
+		}
+	}
+	if a := testing.AllocsPerRun(100, func() { h.Observe(0.003) }); a != 0 {
+		t.Errorf("Observe allocates %v", a)
 	}
 }
