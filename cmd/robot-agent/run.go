@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -255,7 +253,7 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 		return nil, err
 	}
 	a.control = newControlHandler(log, reg)
-	bootID := newBootID()
+	bootID := uplink.NewBootID()
 	ucfg := uplink.Config{
 		URL: cfg.Gateway.URL, Token: cfg.Gateway.Token, DeviceID: cfg.Device.ID,
 		MicQueue:    cfg.Audio.MicQueueMS / cfg.Audio.FrameMS,
@@ -263,7 +261,7 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 		Hello: protocol.RobotHello{
 			Model: cfg.Device.Model, AgentVersion: version, FirmwareVersion: cfg.Device.FirmwareVersion,
 			BootID:       bootID,
-			Capabilities: capabilities(),
+			Capabilities: baseCapabilities(),
 			AudioUp:      protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: cfg.Audio.FrameMS},
 			AudioDown:    []protocol.AudioParams{{Format: "pcm16le", SampleRate: 24000, Channels: 1}},
 		},
@@ -295,6 +293,7 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	if a.video, err = a.setupVideo(); err != nil {
 		return nil, err
 	}
+	a.client.SetCapabilities(a.capabilities())
 	if cfg.Metrics.Listen != "" {
 		if err := a.serveMetrics(cfg.Metrics.Listen); err != nil {
 			return nil, err
@@ -336,15 +335,33 @@ func pow2(n int) int {
 	return p
 }
 
-func newBootID() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// baseCapabilities is what every agent does: mic up, TTS down (binary and
+// base64) with playback progress.
+func baseCapabilities() []string {
+	return []string{protocol.CapMicAudio, protocol.CapTTSAudio, protocol.CapTTSBase64, protocol.CapPlaybackProgress}
 }
 
-// capabilities lists what this build can do, for the hello message.
-func capabilities() []string {
-	return []string{"mic_audio", "tts_audio", "tts_base64", "playback_progress", "state", "function_call", "skill"}
+// capabilities lists, for the hello, every message class this agent really
+// sends or carries out with its configured parts (§6.1).
+func (a *agent) capabilities() []string {
+	caps := baseCapabilities()
+	if a.robot != nil {
+		caps = append(caps, protocol.CapState, protocol.CapFunctionCall, protocol.CapSkill)
+		if a.robot.ids != nil {
+			// The recogniser endpoint sends face_info and greet_signal;
+			// greeting replies play like any response.
+			caps = append(caps, protocol.CapFaceInfo, protocol.CapGreet)
+		}
+	}
+	if a.video != nil {
+		if a.video.cfg.H264.Enabled {
+			caps = append(caps, protocol.CapVideoH264)
+		}
+		if a.video.cfg.Image.IntervalMS > 0 {
+			caps = append(caps, protocol.CapVideoImage)
+		}
+	}
+	return caps
 }
 
 func (a *agent) startEmbeddedGateway() error {
