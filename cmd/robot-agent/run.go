@@ -272,7 +272,8 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	ucfg.Heartbeat = opts.svc.heartbeat("uplink", 20*time.Second)
 	// An interrupt also drops what the device itself has queued (real
 	// devices with a flushable queue; a no-op otherwise).
-	tts := withDeviceFlush(a.player, a.speaker)
+	tagger := newSessionTagger(withDeviceFlush(a.player, a.speaker))
+	var tts uplink.TTSSink = tagger
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
 	}
@@ -287,6 +288,8 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	}
 	a.pump.SetGate(a.halfDuplexGate()) // real speaker: no self-interruption (audio_halfduplex.go)
 	a.progress = newProgressReporter(a.player, a.client, log)
+	a.progress.sessions = tagger
+	a.client.AddObserver(tagger)
 	if err := a.setupRobot(); err != nil {
 		return nil, err
 	}
