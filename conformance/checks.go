@@ -27,6 +27,7 @@ var checks = []check{
 	{"3.1/version-mismatch", "robot hello protocol 2: error version_mismatch, close 1002", chkVersionMismatch},
 	{"3.1/device-mismatch", "hello device_id differs from the header: error unauthorized, close 1008", chkDeviceMismatch},
 	{"3.1/not-hello-first", "a message before hello: error, close 1002", chkNotHelloFirst},
+	{"3.1/bad-audio", "hello audio_up 8 kHz: error unsupported, close 1002", chkBadAudio},
 	{"3.1/hello-timeout", "no robot hello: close 1008 after 5 s", chkHelloTimeout},
 	{"3.6/pong", "a robot ping is answered with a pong", chkPong},
 	{"5.3/ack-state", "state is acked exactly once", reliable(protocol.TypeState)},
@@ -53,7 +54,7 @@ var checks = []check{
 	{"3.5/resume", "reconnect with resume_session: same id and resumed, or a new id", chkResume},
 	{"2.5/close-echo", "robot close 1000 is answered with a close frame", chkCloseEcho},
 	{"3.6/keepalive-timeout", "a silent robot is dropped after timeout_ms, not before", chkKeepaliveTimeout},
-	{"5.1/gateway-messages-valid", "every gateway message of the run decoded and every reliable one had an event_id", chkAudit},
+	{"5.1/gateway-messages-valid", "every gateway message of the run decoded, reliable ones had an event_id, none needed an unlisted capability", chkAudit},
 }
 
 // ---- helpers ----
@@ -98,6 +99,9 @@ func (r *runner) audit(c *robotConn) {
 				if m.Code == "" {
 					r.audited.problems = append(r.audited.problems, "error without code")
 				}
+			case *protocol.KeyframeRequest:
+				// The kit robot does not list video_h264 (§6.1).
+				r.audited.problems = append(r.audited.problems, "keyframe_request to a robot without video_h264 (§6.1 MUST NOT)")
 			}
 		} else {
 			r.audited.frames++
@@ -290,6 +294,13 @@ func chkDeviceMismatch(ctx context.Context, r *runner) (Status, string) {
 func chkNotHelloFirst(ctx context.Context, r *runner) (Status, string) {
 	st, _ := protocol.Marshal(&protocol.State{Meta: protocol.Meta{EventID: r.nextID(), TS: r.mono()}, StateName: "pose", StateValue: json.RawMessage(`"standing"`)})
 	return r.badHello(ctx, st, protocol.CodeBadMessage, protocol.CloseProtocolError)
+}
+
+func chkBadAudio(ctx context.Context, r *runner) (Status, string) {
+	return r.badHello(ctx, helloJSON(r, func(h *protocol.RobotHello) {
+		h.AudioUp.SampleRate = 8000
+		h.Audio = nil
+	}), protocol.CodeUnsupported, protocol.CloseProtocolError)
 }
 
 func chkHelloTimeout(ctx context.Context, r *runner) (Status, string) {

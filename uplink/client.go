@@ -161,6 +161,9 @@ func (c *Config) Validate() error {
 	if c.DeviceID == "" {
 		return fmt.Errorf("uplink: device id is empty")
 	}
+	if c.MicFrameMax > 16000 {
+		return fmt.Errorf("uplink: mic frame max %d samples is over 1 s (16000 samples, §4.5)", c.MicFrameMax)
+	}
 	return nil
 }
 
@@ -171,8 +174,14 @@ func redact(u *url.URL) string {
 	return v.String()
 }
 
+// isLoopback reports whether host is "localhost" or a loopback IP address
+// (127.0.0.0/8, ::1); a name like 127.example.com is not.
 func isLoopback(host string) bool {
-	return host == "localhost" || host == "::1" || (len(host) > 4 && host[:4] == "127.")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Client maintains the gateway session.
@@ -642,6 +651,9 @@ func (c *Client) session(ctx context.Context) error {
 	ka := neg.Keepalive
 	timeout := time.Duration(ka.TimeoutMS) * time.Millisecond
 	c.sessionID.Store(gh.SessionID)
+	if !gh.Resumed {
+		c.resetSeen() // §5.3: de-duplication is per gateway session
+	}
 	c.discardStaleEphemeral()
 	c.outbox.rewind()
 	// Video queued for the old connection is stale; the video pipeline
@@ -1023,6 +1035,9 @@ func (c *Client) handleText(ctx context.Context, msg []byte) error {
 	case *protocol.Error:
 		c.m.gatewayErrors.Inc()
 		c.log.Warn("uplink: gateway reported an error", "code", v.Code, "msg", v.Msg, "ref", v.Ref)
+		if v.Ref != "" {
+			c.outbox.Ack(v.Ref) // §5.3: an error with ref settles the message
+		}
 	case *protocol.GatewayHello:
 		c.m.badMessages.Inc()
 		c.log.Warn("uplink: unexpected second hello from gateway; ignored")
@@ -1037,6 +1052,14 @@ func (c *Client) handleText(ctx context.Context, msg []byte) error {
 	}
 	c.control.push(m)
 	return nil
+}
+
+// resetSeen forgets the gateway event ids seen (a new gateway session).
+func (c *Client) resetSeen() {
+	c.seenMu.Lock()
+	clear(c.seen)
+	c.seenQ = c.seenQ[:0]
+	c.seenMu.Unlock()
 }
 
 func (c *Client) isDuplicate(id string) bool {
