@@ -26,7 +26,7 @@ type mapRow struct {
 }
 
 var (
-	headingRE = regexp.MustCompile(`^#{2,3} (\d+(?:\.\d+)?)[. ]`)
+	headingRE = regexp.MustCompile(`^(?:## (\d+)\. |### (\d+\.\d+) )`)
 	mustRE    = regexp.MustCompile(`\bMUST\b`)
 )
 
@@ -74,10 +74,10 @@ func parseSpec(t *testing.T, path string) ([]mustSentence, []mapRow) {
 		if inCode {
 			continue
 		}
-		if m := headingRE.FindStringSubmatch(l); m != nil {
+		if m := headingRE.FindStringSubmatch(l); m != nil && (m[1] != "" || section != "") {
 			flush()
-			section = m[1]
-			inMap = strings.HasPrefix(l, "## 16.")
+			section = m[1] + m[2]
+			inMap = strings.HasPrefix(l, "## 16.") || (inMap && m[2] != "")
 			continue
 		}
 		if strings.HasPrefix(l, "## ") { // change log and other unnumbered sections
