@@ -791,9 +791,11 @@ func bigMic() []byte { return micFrame(protocol.FlagStart, protocol.MaxMicFrame-
 // ---- §2.4 read limit, §2.5 close, §3.5 resume ----
 
 func chkReadLimit(ctx context.Context, r *runner) (Status, string) {
-	c, msg := r.session(ctx)
-	if c == nil {
-		return Fail, msg
+	// One frame whose header already declares the whole size, so the
+	// gateway can refuse it at once.
+	c, err := r.connectBuf(ctx, "", protocol.MaxUplink+1024)
+	if err != nil {
+		return Fail, "could not open a session: " + err.Error()
 	}
 	defer c.abort()
 	huge := protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindVideo, Flag: protocol.FlagImage, Mark: protocol.MarkKeyFrame}, make([]byte, protocol.MaxUplink))

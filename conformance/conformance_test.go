@@ -21,14 +21,14 @@ import (
 )
 
 // embedded starts the embedded gateway with a short keepalive so the
-// keepalive check takes about 2 s.
+// keepalive check takes about 4 s (long enough for a 4 MB frame under -race).
 func embedded(t *testing.T, cfg gateway.Config, hooks gateway.Hooks) string {
 	t.Helper()
 	if cfg.Token == "" {
 		cfg.Token = "conformance-token"
 	}
 	if cfg.Keepalive.IntervalMS == 0 {
-		cfg.Keepalive = protocol.Keepalive{IntervalMS: 500, TimeoutMS: 1500}
+		cfg.Keepalive = protocol.Keepalive{IntervalMS: 1000, TimeoutMS: 4000}
 	}
 	cfg.Speed = 50
 	gw, err := gateway.New(cfg, clock.NewReal(), metrics.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)), hooks)
@@ -42,6 +42,7 @@ func embedded(t *testing.T, cfg gateway.Config, hooks gateway.Hooks) string {
 
 // TestEmbeddedGatewayConforms: the embedded gateway passes every check.
 func TestEmbeddedGatewayConforms(t *testing.T) {
+	t.Parallel()
 	url := embedded(t, gateway.Config{}, gateway.Hooks{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -125,6 +126,7 @@ func sloppy(t *testing.T) string {
 // TestBrokenGatewayRowsFail: against gateways that break rules, the
 // matching rows FAIL and say why.
 func TestBrokenGatewayRowsFail(t *testing.T) {
+	t.Parallel()
 	neverAcks := embedded(t, gateway.Config{}, gateway.Hooks{BeforeAck: func(*gateway.Session, protocol.Message) bool { return false }})
 	cases := []struct {
 		name, url, token string

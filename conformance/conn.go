@@ -62,6 +62,7 @@ type dialOpts struct {
 	token, device string
 	noAuth        bool
 	subprotocols  []string
+	writeBuf      int // WebSocket write buffer: a message up to it goes out as one frame
 }
 
 func (r *runner) dial(ctx context.Context, o dialOpts) (*websocket.Conn, *http.Response, error) {
@@ -70,6 +71,7 @@ func (r *runner) dial(ctx context.Context, o dialOpts) (*websocket.Conn, *http.R
 		Subprotocols:     o.subprotocols,
 		Proxy:            http.ProxyFromEnvironment,
 		NetDialContext:   (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		WriteBufferSize:  o.writeBuf,
 	}
 	if d.Subprotocols == nil {
 		d.Subprotocols = []string{protocol.Subprotocol}
@@ -105,7 +107,13 @@ func (r *runner) robotHello(resume string) *protocol.RobotHello {
 // connect dials with valid credentials, sends hello and waits for the
 // gateway's hello. The returned connection's reader is running.
 func (r *runner) connect(ctx context.Context, resume string) (*robotConn, error) {
-	ws, resp, err := r.dial(ctx, dialOpts{token: r.cfg.Token, device: r.cfg.DeviceID})
+	return r.connectBuf(ctx, resume, 0)
+}
+
+// connectBuf is connect with a write buffer of writeBuf bytes (0: the
+// default).
+func (r *runner) connectBuf(ctx context.Context, resume string, writeBuf int) (*robotConn, error) {
+	ws, resp, err := r.dial(ctx, dialOpts{token: r.cfg.Token, device: r.cfg.DeviceID, writeBuf: writeBuf})
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("upgrade refused: HTTP %d", resp.StatusCode)
@@ -130,7 +138,32 @@ func (r *runner) connect(ctx context.Context, resume string) (*robotConn, error)
 		return nil, fmt.Errorf("first gateway message is %s, want hello", describe(m))
 	}
 	c.hello = gh
+	go c.keepalive()
 	return c, nil
+}
+
+// keepalive pings every interval_ms of the gateway hello (§3.6) until the
+// connection ends or the check makes the robot silent.
+func (c *robotConn) keepalive() {
+	every := time.Duration(c.hello.Keepalive.IntervalMS) * time.Millisecond
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		c.mu.Lock()
+		silent := c.silent
+		c.mu.Unlock()
+		if !silent {
+			c.ping()
+		}
+	}
 }
 
 func describe(m rx) string {
@@ -161,6 +194,12 @@ func (c *robotConn) read() {
 		c.pongsIn++
 		c.mu.Unlock()
 		c.notify()
+		return nil
+	})
+	// Echo a close frame without blocking the reader (a large write may
+	// hold the writer), so the close code is always recorded.
+	c.ws.SetCloseHandler(func(code int, _ string) error {
+		go c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
 		return nil
 	})
 	c.ws.SetReadLimit(protocol.MaxDownlinkHard)

@@ -21,7 +21,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -837,10 +836,21 @@ func (ss *Session) sendTTSChunk(id uint32, pcm []int16, last bool) bool {
 }
 
 // drainAfterClose reads and discards what the peer still sends after our
-// close frame, until it closes the connection or d passes: closing a socket
-// with unread data resets it and the peer may lose the close frame.
-func drainAfterClose(conn *websocket.Conn, d time.Duration) {
+// close frame, until it closes the connection, nothing arrives for idle, or
+// 10·idle passes: closing a socket with unread data resets it and the peer
+// may lose the close frame.
+func drainAfterClose(conn *websocket.Conn, idle time.Duration) {
 	nc := conn.UnderlyingConn()
-	nc.SetReadDeadline(time.Now().Add(d))
-	io.Copy(io.Discard, nc)
+	buf := make([]byte, 32<<10)
+	end := time.Now().Add(10 * idle)
+	for time.Now().Before(end) {
+		d := time.Now().Add(idle)
+		if d.After(end) {
+			d = end
+		}
+		nc.SetReadDeadline(d)
+		if _, err := nc.Read(buf); err != nil {
+			return
+		}
+	}
 }

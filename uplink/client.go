@@ -912,14 +912,24 @@ func (e *closeReceived) Error() string {
 }
 
 // drainAfterClose reads and discards whatever the peer still sends after
-// our close frame, until it closes the TCP connection or d passes. Closing
-// a socket with unread data makes the kernel reset the connection, and the
-// peer may then lose our close frame. Only call it once the read pump has
-// stopped.
-func drainAfterClose(conn *websocket.Conn, d time.Duration) {
+// our close frame, until it closes the TCP connection, nothing arrives for
+// idle, or 10·idle passes. Closing a socket with unread data makes the
+// kernel reset the connection, and the peer may then lose our close frame.
+// Only call it once the read pump has stopped.
+func drainAfterClose(conn *websocket.Conn, idle time.Duration) {
 	nc := conn.UnderlyingConn()
-	nc.SetReadDeadline(time.Now().Add(d))
-	io.Copy(io.Discard, nc)
+	buf := make([]byte, 32<<10)
+	end := time.Now().Add(10 * idle)
+	for time.Now().Before(end) {
+		d := time.Now().Add(idle)
+		if d.After(end) {
+			d = end
+		}
+		nc.SetReadDeadline(d)
+		if _, err := nc.Read(buf); err != nil {
+			return
+		}
+	}
 }
 
 // readAll reads r into buf without allocating when buf is large enough.
