@@ -593,6 +593,11 @@ func (ss *Session) onControl(m protocol.Message) {
 			ss.mu.Lock()
 			if ss.active == v.ResponseID {
 				ss.active = 0
+				if v.Interrupted && ss.cancelTTS != nil {
+					// §7.3: a robot-reported cut is an interruption:
+					// stop generating the response.
+					ss.cancelTTS()
+				}
 			}
 			ss.mu.Unlock()
 		}
