@@ -30,9 +30,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
@@ -545,8 +547,11 @@ func (e *handshakeError) Error() string { return e.err.Error() }
 func (e *handshakeError) Unwrap() error { return e.err }
 
 func badHello(code int, reason string, format string, args ...any) *handshakeError {
-	if len(reason) > 123 {
-		reason = reason[:123]
+	// A close reason is valid UTF-8 of at most 123 bytes (RFC 6455).
+	reason = strings.ToValidUTF8(reason, "?")
+	for len(reason) > 123 {
+		_, n := utf8.DecodeLastRuneInString(reason)
+		reason = reason[:len(reason)-n]
 	}
 	return &handshakeError{code: code, reason: reason, err: fmt.Errorf("%w: "+format, append([]any{ErrHandshake}, args...)...)}
 }

@@ -20,6 +20,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
@@ -544,5 +545,15 @@ func TestSpec_5_3_DuplicateActedOnce(t *testing.T) {
 	}
 	if n != 1 || r.reg.Value("robot_agent_uplink_duplicate_events_total") != 1 {
 		t.Fatalf("skill handed to the handler %d times, want once", n)
+	}
+}
+
+// TestSpec_3_1_CloseReasonValid: the close reason for a bad hello is valid
+// UTF-8 of at most 123 bytes whatever the gateway sent.
+func TestSpec_3_1_CloseReasonValid(t *testing.T) {
+	long := strings.Repeat("é", 200) + "\xff"
+	e := badHello(websocket.CloseProtocolError, "bad gateway hello: "+long, "x")
+	if len(e.reason) > 123 || !utf8.ValidString(e.reason) {
+		t.Fatalf("reason %q (%d bytes)", e.reason, len(e.reason))
 	}
 }
