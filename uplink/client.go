@@ -750,6 +750,8 @@ func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery 
 			var ga *goAwayError
 			if errors.As(err, &ga) {
 				code, text = websocket.CloseNormalClosure, "go_away"
+				// §6.20: the go_away is acked before the close frame.
+				c.flushQueues(write)
 			}
 			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
 			if ga != nil {
