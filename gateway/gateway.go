@@ -48,8 +48,9 @@ const (
 
 // Config configures the embedded gateway.
 type Config struct {
-	// Token the robot must present as a bearer token. Empty accepts any
-	// non-empty token (development only).
+	// Token the robot must present as a bearer token. Empty: the gateway
+	// does not ask for one and accepts robots with or without a token
+	// (development only).
 	Token string
 	// TTSMode is binary (default) or base64 (JSON tts messages).
 	TTSMode string
@@ -252,7 +253,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	switch {
-	case !ok || tok == "":
+	case s.cfg.Token != "" && (!ok || tok == ""):
 		s.m.authFailures.Inc()
 		http.Error(w, "gateway: missing bearer token in Authorization header", http.StatusUnauthorized)
 		return

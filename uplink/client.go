@@ -20,6 +20,7 @@ package uplink
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -74,10 +75,16 @@ type LinkObserver interface {
 
 // Config configures a Client.
 type Config struct {
-	URL      string // ws:// or wss:// URL of the gateway's /v1/robot endpoint
-	Token    string // bearer token
-	DeviceID string
-	Hello    protocol.RobotHello // agent_meta; Protocol/DeviceID filled in
+	URL   string // ws:// or wss:// URL of the gateway's /v1/robot endpoint
+	Token string // bearer token; empty: no Authorization header
+	// TLS configures wss:// (private CA, client certificate for mutual
+	// TLS, server name); nil: system roots and the URL's host.
+	TLS *tls.Config
+	// AllowInsecureWS permits plain ws:// to a non-loopback host (LAN
+	// development gateways only).
+	AllowInsecureWS bool
+	DeviceID        string
+	Hello           protocol.RobotHello // agent_meta; Protocol/DeviceID filled in
 
 	HandshakeTimeout time.Duration // dial + hello exchange; default 5 s
 	WriteTimeout     time.Duration // per write; default 5 s
@@ -150,7 +157,7 @@ func (c *Config) Validate() error {
 	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
 		return fmt.Errorf("uplink: gateway url %q is not a ws:// or wss:// URL", c.URL)
 	}
-	if u.Scheme == "ws" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "ws" && !isLoopback(u.Hostname()) && !c.AllowInsecureWS {
 		return fmt.Errorf("uplink: gateway url %q uses plain ws:// to a non-loopback host; use wss://", c.URL)
 	}
 	if u.User != nil || u.Query().Has("token") {
@@ -170,7 +177,11 @@ func redact(u *url.URL) string {
 }
 
 func isLoopback(host string) bool {
-	return host == "localhost" || host == "::1" || (len(host) > 4 && host[:4] == "127.")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Client maintains the gateway session.
@@ -451,15 +462,21 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 		Subprotocols:     []string{protocol.Subprotocol},
 		HandshakeTimeout: c.cfg.HandshakeTimeout,
 		Proxy:            http.ProxyFromEnvironment,
+		TLSClientConfig:  c.cfg.TLS,
 		ReadBufferSize:   16 << 10,
 		WriteBufferSize:  16 << 10,
 	}
 	h := http.Header{}
-	h.Set("Authorization", "Bearer "+c.cfg.Token)
+	if c.cfg.Token != "" {
+		h.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
 	h.Set("X-Robot-Device-Id", c.cfg.DeviceID)
 	conn, resp, err := d.DialContext(ctx, c.cfg.URL, h)
 	if err != nil {
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+			if c.cfg.Token == "" {
+				return nil, fmt.Errorf("%w: HTTP %d: the gateway asks for a token and none is configured (set gateway.token_file)", ErrUnauthorized, resp.StatusCode)
+			}
 			return nil, fmt.Errorf("%w: HTTP %d", ErrUnauthorized, resp.StatusCode)
 		}
 		if resp != nil {
