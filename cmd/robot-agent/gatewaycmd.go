@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -103,7 +104,10 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 	mux := http.NewServeMux()
 	mux.Handle(gateway.Path, gw)
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) { reg.WritePrometheus(w) })
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second,
+		// TLS handshake failures (a robot without the right CA or client
+		// certificate) go to the log, as warnings.
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
