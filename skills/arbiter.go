@@ -113,7 +113,7 @@ type Arbiter struct {
 	log     *slog.Logger
 	reg     *metrics.Registry
 
-	received, succeeded, deadman, safeErrs, emitErrs *metrics.Counter
+	received, succeeded, refused, deadman, safeErrs, emitErrs *metrics.Counter
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -148,6 +148,7 @@ func New(cfg Config, outputs Outputs, emit Emitter, deps state.Deps) (*Arbiter, 
 		reg:       r,
 		received:  r.Counter("robot_agent_skills_total", "Skills received from the gateway."),
 		succeeded: r.Counter("robot_agent_skills_ok_total", "Skills carried out."),
+		refused:   r.Counter("robot_agent_skills_refused_total", "Skills refused or failed (gateway's and local), all codes."),
 		deadman:   r.Counter("robot_agent_skills_deadman_total", "Link losses that returned outputs to their safe level."),
 		safeErrs:  r.Counter("robot_agent_skills_safe_errors_total", "Failed attempts to return an output to its safe level."),
 		emitErrs:  r.Counter("robot_agent_skills_emit_errors_total", "skill_result / function_call events the uplink refused."),
@@ -174,9 +175,14 @@ func New(cfg Config, outputs Outputs, emit Emitter, deps state.Deps) (*Arbiter, 
 // command arrives.
 func (a *Arbiter) SetLinkUp(up bool) {
 	a.mu.Lock()
-	was := a.linkUp
+	was, closed := a.linkUp, a.closed
 	a.linkUp = up
 	a.mu.Unlock()
+	if closed {
+		// The agent is stopping: Close already made every output safe;
+		// the link going down now is the clean exit, not a loss.
+		return
+	}
 	if up || !was {
 		if up && !was {
 			a.log.Info("skills: gateway link up; outputs stay safe until commanded")
@@ -520,6 +526,7 @@ func (a *Arbiter) count(err error, skill string) string {
 		code = se.code
 	}
 	a.reg.Counter("robot_agent_skills_rejected_"+code+"_total", "Skills refused or failed with "+code+".").Inc()
+	a.refused.Inc()
 	a.mu.Lock()
 	first := !a.logged[code]
 	a.logged[code] = true

@@ -371,7 +371,7 @@ func (c *Client) Run(ctx context.Context) error {
 			return nil
 		}
 		start := c.clk.Now()
-		err := c.session(ctx)
+		established, err := c.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -381,7 +381,11 @@ func (c *Client) Run(ctx context.Context) error {
 			after = ga.after
 		}
 		d := bo.next(c.clk.Now().Sub(start), after)
-		c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
+		if established {
+			c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
+		} else {
+			c.log.Warn("uplink: cannot connect to the gateway, retrying", "err", err, "retry_in", d.Round(time.Millisecond))
+		}
 		if !c.wait(ctx, d) {
 			return nil
 		}
@@ -534,19 +538,24 @@ func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, error)
 	return gh, nil
 }
 
-// session runs one connection from dial to close.
-func (c *Client) session(ctx context.Context) error {
+// session runs one connection from dial to close; established reports
+// whether it got past the hello exchange (a session that started).
+func (c *Client) session(ctx context.Context) (established bool, err error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
-		c.m.dialErrors.Inc()
-		return err
+		if ctx.Err() == nil {
+			c.m.dialErrors.Inc()
+		}
+		return false, err
 	}
 	defer conn.Close()
 	gh, err := c.handshake(conn)
 	if err != nil {
-		c.m.dialErrors.Inc()
+		if ctx.Err() == nil {
+			c.m.dialErrors.Inc()
+		}
 		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseProtocolError, "handshake failed"), time.Now().Add(time.Second))
-		return err
+		return false, err
 	}
 	ka := gh.Keepalive
 	if ka.IntervalMS <= 0 {
@@ -599,7 +608,7 @@ func (c *Client) session(ctx context.Context) error {
 	// The read pump is the jitter buffer's only producer: it must be gone
 	// before the next session resets the buffer.
 	<-readDone
-	return werr
+	return true, werr
 }
 
 // writePump is the only goroutine that writes to conn.

@@ -218,6 +218,7 @@ type agent struct {
 	closers  []func() error
 	started  time.Time
 	stopped  time.Time
+	upAtStop bool // the gateway link was up when shutdown began
 }
 
 // newAgent builds every part; on error it closes what it had opened and
@@ -488,6 +489,7 @@ func (a *agent) run(ctx context.Context) error {
 		a.log.Error("capture stopped", "err", capErr)
 		errs <- deviceFailure(capErr, "check the microphone ('robot-agent devices', 'robot-agent doctor'); the service restarts the agent")
 	}
+	a.upAtStop = a.client.Up()
 	a.log.Info("shutting down: capture stopped, draining uplink")
 	a.opts.svc.stopping()
 	svcCancel()
