@@ -158,7 +158,7 @@ func openAudioDevices(ad audioDevicesConfig, fadeMS int, clk clock.Clock, reg *m
 		RetryMax: time.Duration(ad.RetryMaxMS) * time.Millisecond,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("real audio devices: %w", err)
+		return nil, nil, err // "portaudio: ..." names itself
 	}
 	dev := func(name string, rate, ch int) portaudio.DeviceConfig {
 		return portaudio.DeviceConfig{Device: name, SampleRate: rate, Channels: ch, PeriodMS: ad.PeriodMS,

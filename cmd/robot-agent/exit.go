@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/hw"
 )
 
 // Exit codes of robot-agent run (and gateway), one per class of failure so
@@ -40,9 +41,15 @@ type failure struct {
 func (f *failure) Error() string { return f.err.Error() }
 func (f *failure) Unwrap() error { return f.err }
 
+// deviceFailure classifies err as a device failure. Support missing from
+// this build (hw.ErrNotBuiltIn) already says how to get it; fix is then
+// not repeated.
 func deviceFailure(err error, fix string) error {
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, hw.ErrNotBuiltIn) {
+		fix = ""
 	}
 	return &failure{code: exitDevice, err: err, fix: fix}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"net"
 	"os"
@@ -9,8 +10,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/codec/h264"
+	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/gateway"
+	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/hw/sim"
+	"github.com/robot-agent/robot-agent/metrics"
 )
 
 // The failure tests run the command as its own process: this test binary
@@ -110,6 +118,12 @@ func TestStartupFailures(t *testing.T) {
 			line: `robot-agent: gateway: cannot listen on ` + busyAddr + `: bind: address already in use (fix: choose a free address with --listen (port 0 picks one), or stop what listens there (ss -ltnp))`},
 		{name: "gateway TLS key missing", code: exitConfig, args: []string{"gateway", "--listen", "127.0.0.1:0", "--tls-cert", "cert.pem"},
 			line: `robot-agent: --tls-cert: "cert.pem": --tls-cert and --tls-key go together (give both for wss://, or neither)`},
+		{name: "real audio in a build without PortAudio", code: exitDevice, skip: tagPortAudio != "",
+			args: []string{"run", "--gateway-url", "wss://127.0.0.1:1/v1/robot"},
+			line: "robot-agent: portaudio: real audio devices: hw: support not built into this binary (rebuild with cgo and -tags portaudio after installing portaudio19-dev, e.g. `make build`; or run with --sim)"},
+		{name: "camera missing", code: exitDevice,
+			args: []string{"run", "--sim", "--log-level", "error", "--speaker-wav", spk, "--config", file("cam2.yaml", "camera:\n  enabled: true\n  device: /dev/video99\n  h264:\n    enabled: false\n")},
+			line: "robot-agent: camera: "},
 		{name: "unknown flag", code: exitConfig, args: []string{"run", "--simm"}},
 	}
 	for _, tc := range cases {
@@ -174,5 +188,51 @@ func TestDoctorSharesValidation(t *testing.T) {
 		if !strings.Contains(runErr, want) {
 			t.Errorf("run stderr lacks %q:\n%s", want, runErr)
 		}
+	}
+}
+
+// dyingMic delivers silence in real time for n reads, then fails as an
+// unplugged USB microphone does.
+type dyingMic struct {
+	n int
+}
+
+func (m *dyingMic) Format() hw.AudioFormat { return hw.MicFormat }
+func (m *dyingMic) Close() error           { return nil }
+func (m *dyingMic) Read(dst []int16) (int, error) {
+	if m.n == 0 {
+		return 0, errors.New("mic: device unplugged")
+	}
+	m.n--
+	time.Sleep(time.Duration(len(dst)) * time.Second / time.Duration(hw.MicFormat.SampleRate))
+	clear(dst)
+	return len(dst), nil
+}
+
+// TestRuntimeDeviceFailure: a microphone that fails while running stops
+// the agent with the device class exit code and one line with the fix.
+func TestRuntimeDeviceFailure(t *testing.T) {
+	clk := clock.NewReal()
+	spk, err := sim.NewSpeaker(sim.SpeakerConfig{PeriodFrames: 240}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Device.ID = "dying-mic"
+	a, err := newAgent(cfg, agentOptions{sim: true, mic: &dyingMic{n: 20}, speaker: spk, gwConfig: &gateway.Config{}}, clk, metrics.NewRegistry(), quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	runErr := a.run(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("the agent kept running with a dead microphone")
+	}
+	var stderr bytes.Buffer
+	code := reportFailure(&stderr, runErr)
+	want := "robot-agent: capture: reading mic: mic: device unplugged (fix: check the microphone ('robot-agent devices', 'robot-agent doctor'); the service restarts the agent)\n"
+	if code != exitDevice || stderr.String() != want {
+		t.Fatalf("exit %d, stderr %q; want %d, %q", code, stderr.String(), exitDevice, want)
 	}
 }

@@ -207,7 +207,10 @@ func openCamera(a *agent, cc cameraConfig) (camera.Camera, error) {
 func newVideoPart(a *agent, cc cameraConfig) (*videoPart, error) {
 	cam, err := openCamera(a, cc)
 	if err != nil {
-		return nil, fmt.Errorf("camera: %w", err)
+		if !strings.HasPrefix(err.Error(), "camera: ") {
+			err = fmt.Errorf("camera: %w", err)
+		}
+		return nil, err
 	}
 	m := cam.Mode()
 	if m.Width != cc.Width || m.Height != cc.Height || (m.FPS > 0 && m.FPS < cc.FPS-0.01) {
