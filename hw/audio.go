@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/robot-agent/robot-agent/device"
 )
 
 // Errors shared by device implementations.
@@ -18,7 +20,9 @@ var (
 	ErrClosed = errors.New("hw: device closed")
 	// ErrNotBuiltIn is returned by stubs for support that needs cgo or a
 	// build tag this binary was built without.
-	ErrNotBuiltIn = errors.New("hw: support not built into this binary")
+	// It is device.ErrNotBuiltIn, shared with packages that do not
+	// import hw (codec/h264).
+	ErrNotBuiltIn = device.ErrNotBuiltIn
 	// ErrNoDevice is returned when a named device does not exist (now).
 	ErrNoDevice = errors.New("hw: no such device")
 	// ErrDeviceLost is returned when an open device disappears (unplugged).

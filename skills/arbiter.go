@@ -43,15 +43,10 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/device"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
-	"github.com/robot-agent/robot-agent/state"
 )
-
-// Emitter sends a control event upstream (the uplink's control outbox).
-type Emitter interface {
-	Emit(m protocol.Message) error
-}
 
 // Output is one output line the arbiter may drive; state/gpio's *Output
 // implements it. Safe returns it to its safe level.
@@ -61,7 +56,7 @@ type Output interface {
 }
 
 // Outputs finds outputs by logical name. An error wrapping
-// state.ErrUnavailable means the output does not exist on this robot now.
+// device.ErrUnavailable means the output does not exist on this robot now.
 type Outputs interface {
 	Output(name string) (Output, error)
 }
@@ -108,7 +103,7 @@ type bucket struct {
 type Arbiter struct {
 	cfg     Config
 	outputs Outputs
-	emit    Emitter
+	emit    device.Emitter
 	clk     clock.Clock
 	log     *slog.Logger
 	reg     *metrics.Registry
@@ -132,7 +127,7 @@ type Arbiter struct {
 
 // New returns an arbiter driving outputs and reporting through emit. The
 // link starts down: call SetLinkUp(true) when the gateway session is up.
-func New(cfg Config, outputs Outputs, emit Emitter, deps state.Deps) (*Arbiter, error) {
+func New(cfg Config, outputs Outputs, emit device.Emitter, deps device.Deps) (*Arbiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -455,7 +450,7 @@ func (a *Arbiter) pinFor(name string) (*pin, Output, error) {
 	if p.out == nil {
 		o, err := a.outputs.Output(name)
 		if err != nil || o == nil {
-			if err == nil || errors.Is(err, state.ErrUnavailable) {
+			if err == nil || errors.Is(err, device.ErrUnavailable) {
 				return nil, nil, fail(protocol.CodeUnavailable, "output %q is not available on this robot: %v", name, err)
 			}
 			return nil, nil, fail(protocol.CodeDeviceError, "output %q: %v", name, err)

@@ -120,7 +120,7 @@ func TestStartupFailures(t *testing.T) {
 			line: `robot-agent: --tls-cert: "cert.pem": --tls-cert and --tls-key go together (give both for wss://, or neither)`},
 		{name: "real audio in a build without PortAudio", code: exitDevice, skip: tagPortAudio != "",
 			args: []string{"run", "--gateway-url", "wss://127.0.0.1:1/v1/robot"},
-			line: "robot-agent: portaudio: real audio devices: hw: support not built into this binary (rebuild with cgo and -tags portaudio after installing portaudio19-dev, e.g. `make build`; or run with --sim)"},
+			line: "robot-agent: portaudio: real audio devices: device: support not built into this binary (rebuild with cgo and -tags portaudio after installing portaudio19-dev, e.g. `make build`; or run with --sim)"},
 		{name: "camera missing", code: exitDevice,
 			args: []string{"run", "--sim", "--log-level", "error", "--speaker-wav", spk, "--config", file("cam2.yaml", "camera:\n  enabled: true\n  device: /dev/video99\n  h264:\n    enabled: false\n")},
 			line: "robot-agent: camera: "},
