@@ -1,6 +1,9 @@
-// Package hw declares the device seams of robot-agent and holds their
-// implementations: simulated devices (package hw/sim) driven by an injectable
-// clock, and real ones (PortAudio, mediadevices, periph.io) behind build tags.
+// Package hw declares the device seams of robot-agent: small interfaces
+// and the errors their implementations share. It holds no driver and
+// initialises nothing (like periph's conn): the implementations live in
+// subpackages — hw/sim (simulated devices on an injectable clock),
+// hw/portaudio (real audio, build tag portaudio), hw/camera (cameras),
+// hw/host (the board's GPIO and I²C through periph's host drivers).
 //
 // Interfaces are small; optional capabilities are extra interfaces found by
 // type assertion (for example Primer on an AudioSink).
