@@ -3,6 +3,7 @@ package uplink
 import (
 	"sync/atomic"
 
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
 )
@@ -73,11 +74,7 @@ func (l *frameLane) pushPCM(h protocol.Header, samples []int16) bool {
 	h.Version = protocol.Version
 	h.Length = uint32(2 * len(samples))
 	protocol.PutHeader(slot, h)
-	p := slot[protocol.HeaderSize:]
-	for j, s := range samples {
-		p[2*j] = byte(s)
-		p[2*j+1] = byte(uint16(s) >> 8)
-	}
+	pcm.Int16ToBytes(slot[protocol.HeaderSize:], samples)
 	l.lens[i] = n
 	l.tail.Store(t + 1)
 	l.queued.Inc()
