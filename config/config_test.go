@@ -231,6 +231,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add("\xff\xfe")
 	f.Add("&a [*a]")
 	f.Add("state: {x: 1}\nunknown: 2\n")
+	f.Add("audio: {frame_ms: \"20\", vad: {start_db: '3'}}\ngateway: {allow_insecure_ws: 'true'}")
+	f.Add("a: &a [1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b]\naudio: {vad: [*c,*c,*c,*c,*c,*c,*c,*c]}")
 	f.Fuzz(func(t *testing.T, y string) {
 		c := Default()
 		if err := Decode(strings.NewReader(y), &c, "state"); err != nil {

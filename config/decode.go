@@ -69,7 +69,11 @@ var nodeType = reflect.TypeFor[yaml.Node]()
 type walker struct {
 	extra []string
 	errs  field.List
+	nodes int // visited, bounded: aliases can make a small file a huge tree
 }
+
+// maxNodes bounds the nodes a check visits (alias expansion included).
+const maxNodes = 20000
 
 func (w *walker) bad(n *yaml.Node, path, value, problem, hint string) {
 	w.errs = append(w.errs, &field.Error{Path: orRoot(path), Value: value, Problem: problem, Hint: hint, Line: n.Line})
@@ -98,6 +102,12 @@ func kindName(n *yaml.Node) string {
 }
 
 func (w *walker) walk(n *yaml.Node, t reflect.Type, path string, depth int) {
+	if w.nodes++; w.nodes > maxNodes {
+		if w.nodes == maxNodes+1 {
+			w.bad(n, path, "", "the document expands to too many values (aliases?)", "")
+		}
+		return
+	}
 	if depth > 64 {
 		w.bad(n, path, "", "nested too deeply", "")
 		return
