@@ -149,7 +149,8 @@ func Load(path string, extraSections ...string) (Config, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return c, fmt.Errorf("config: %w", err)
+		return c, &field.Error{Path: "--config", Value: field.Format(path), Problem: "cannot open: " + unwrapPathError(err),
+			Hint: "give the path of a readable YAML file (packaged installs: /etc/robot-agent/config.yaml)"}
 	}
 	defer f.Close()
 	if err := Decode(f, &c, extraSections...); err != nil {

@@ -176,7 +176,7 @@ func TestWithoutPortAudio(t *testing.T) {
 		t.Errorf("openRealAudio = %v, want hw.ErrNotBuiltIn with a hint", err)
 	}
 	var out, errb bytes.Buffer
-	if code := cmdDevices(nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "portaudio") {
+	if code := cmdDevices(nil, &out, &errb); code != exitDevice || !strings.Contains(errb.String(), "portaudio") {
 		t.Errorf("devices: exit %d, stderr %q", code, errb.String())
 	}
 }

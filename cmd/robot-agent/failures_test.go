@@ -124,6 +124,8 @@ func TestStartupFailures(t *testing.T) {
 		{name: "camera missing", code: exitDevice,
 			args: []string{"run", "--sim", "--log-level", "error", "--speaker-wav", spk, "--config", file("cam2.yaml", "camera:\n  enabled: true\n  device: /dev/video99\n  h264:\n    enabled: false\n")},
 			line: "robot-agent: camera: "},
+		{name: "config file missing", code: exitConfig, args: []string{"run", "--sim", "--config", filepath.Join(dir, "none.yaml")},
+			line: `robot-agent: --config: "` + filepath.Join(dir, "none.yaml") + `": cannot open: no such file or directory (give the path of a readable YAML file (packaged installs: /etc/robot-agent/config.yaml))`},
 		{name: "unknown flag", code: exitConfig, args: []string{"run", "--simm"}},
 	}
 	for _, tc := range cases {
