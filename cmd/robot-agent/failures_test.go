@@ -155,7 +155,8 @@ func TestStartupFailures(t *testing.T) {
 // sections reports each on its own line, in one run.
 func TestConfigProblemsAllAtOnce(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.yaml")
-	os.WriteFile(p, []byte("audio:\n  frame_ms: 25\naudio_devices:\n  half_duplex: maybe\n  period_ms: 0\ncamera:\n  enabled: true\n  fps: 0\nplayback:\n  fade_ms: 99\n"), 0o644)
+	os.WriteFile(p, []byte("audio:\n  frame_ms: 25\naudio_devices:\n  half_duplex: maybe\n  period_ms: 0\ncamera:\n  enabled: true\n  fps: 0\nplayback:\n  fade_ms: 99\n"+
+		"skills:\n  allow: [gpio.sett]\nidentity:\n  min_confidence: 2\nstate:\n  gpio:\n    inputs: 3\n"), 0o644)
 	code, _, stderr := runCLI("run", "--sim", "--config", p)
 	if code != exitConfig {
 		t.Fatalf("exit %d, want %d", code, exitConfig)
@@ -166,6 +167,8 @@ func TestConfigProblemsAllAtOnce(t *testing.T) {
 		`robot-agent: audio_devices.half_duplex: "maybe": want gate, mute or off` + "\n",
 		"robot-agent: audio_devices.period_ms: 0: want 1..100\n",
 		"robot-agent: camera.fps: 0: want 1..120\n",
+		`robot-agent: skills.allow[0]: "gpio.sett": want one of gpio.set, gpio.blink` + "\n",
+		"robot-agent: identity.min_confidence: 2: want 0..1\n",
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)

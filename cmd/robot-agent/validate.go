@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
+	"strings"
 
 	"github.com/robot-agent/robot-agent/codec/wav"
 	"github.com/robot-agent/robot-agent/config"
@@ -50,7 +52,7 @@ func validateConfig(cfg config.Config, sim bool, getenv func(string) string) err
 			errs.Append(err)
 		case ok:
 			if err := validateSection(s.dst); err != nil {
-				errs = append(errs, &field.Error{Path: s.name, Problem: err.Error()})
+				errs = append(errs, sectionError(s.name, err))
 			}
 		}
 	}
@@ -90,4 +92,18 @@ func checkWAV(path string) error {
 	defer f.Close()
 	_, err = wav.NewReader(f)
 	return err
+}
+
+// sectionMessage is how state, skills and identity phrase a problem:
+// "skills: allow[0] is \"x\", want one of ...".
+var sectionMessage = regexp.MustCompile(`^([a-z_]+(?:\[\d+\])?(?:\.[a-z_]+)*) is (.+?), (want .+)$`)
+
+// sectionError turns a section's own validation error into the
+// "yaml.path: value: problem" form where its message allows.
+func sectionError(section string, err error) *field.Error {
+	msg := strings.TrimPrefix(err.Error(), section+": ")
+	if m := sectionMessage.FindStringSubmatch(msg); m != nil {
+		return &field.Error{Path: field.Join(section, m[1]), Value: m[2], Problem: m[3]}
+	}
+	return &field.Error{Path: section, Problem: msg}
 }
