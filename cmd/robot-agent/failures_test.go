@@ -241,3 +241,16 @@ func TestRuntimeDeviceFailure(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want %d, %q", code, stderr.String(), exitDevice, want)
 	}
 }
+
+// TestPackagedConfigPassesRunValidation: the config the .deb installs
+// passes the whole validation run and doctor apply (not only the core
+// keys).
+func TestPackagedConfigPassesRunValidation(t *testing.T) {
+	cfg, err := config.Load("../../build/config.yaml", extraSections...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := validateConfig(cfg, false, func(string) string { return "" }); err != nil {
+		t.Fatalf("build/config.yaml: %v", err)
+	}
+}
