@@ -18,7 +18,7 @@ func (a *agent) writeSummary(w io.Writer) {
 		sessions, max(0, sessions-1), v("robot_agent_uplink_dial_errors_total"), a.upAtStop)
 	fmt.Fprintf(w, "  mic:       %d utterances, %d frames sent, %d dropped\n",
 		v("robot_agent_capture_utterances_total"), v("robot_agent_uplink_mic_frames_sent_total"),
-		v("robot_agent_uplink_mic_frames_dropped_total")+v("robot_agent_capture_dropped_frames_total"))
+		micDropped(v))
 	fmt.Fprintf(w, "  tts:       %.1f s received, %d responses played to the end, %d interrupted (barge-in)\n",
 		float64(v("robot_agent_uplink_tts_bytes_total"))/2/24000, done, interrupted)
 	fmt.Fprintf(w, "  speaker:   %.1f s played, %d underruns, %d samples concealed, %d stale frames dropped\n",
@@ -48,6 +48,13 @@ func (a *agent) writeSummary(w io.Writer) {
 	if a.cfg.Metrics.Listen != "" {
 		fmt.Fprintf(w, "  metrics:   http://%s/metrics\n", a.cfg.Metrics.Listen)
 	}
+}
+
+// micDropped is the number of mic frames the uplink refused. The capture
+// pump counts each refusal too (robot_agent_capture_dropped_frames_total):
+// the same frames, so the two are not added.
+func micDropped(v func(string) int64) int64 {
+	return v("robot_agent_uplink_mic_frames_dropped_total")
 }
 
 func percentiles(d []time.Duration) (p50, p99 time.Duration, n int) {
