@@ -48,6 +48,19 @@ type audioDevicesConfig struct {
 	// RetryMaxMS caps the backoff between attempts to reopen a missing
 	// device.
 	RetryMaxMS int `yaml:"retry_max_ms"`
+	// RealtimePriority is the SCHED_FIFO priority of the device callback
+	// threads (0: normal scheduling). Without the privilege the agent logs
+	// one warning and keeps normal priority.
+	RealtimePriority int `yaml:"realtime_priority"`
+}
+
+// devicePriority maps realtime_priority to portaudio.DeviceConfig's
+// RealtimePriority (where 0 means the default and -1 off).
+func (c audioDevicesConfig) devicePriority() int {
+	if c.RealtimePriority == 0 {
+		return -1
+	}
+	return c.RealtimePriority
 }
 
 func defaultAudioDevices() audioDevicesConfig {
@@ -57,6 +70,7 @@ func defaultAudioDevices() audioDevicesConfig {
 		HalfDuplex:       halfDuplexGate,
 		HalfDuplexTailMS: 300,
 		RetryMaxMS:       int(portaudio.DefaultRetryMax / time.Millisecond),
+		RealtimePriority: portaudio.DefaultRealtimePriority,
 	}
 }
 
@@ -95,7 +109,7 @@ func decodeStrict(n *yaml.Node, c *audioDevicesConfig) error {
 	}
 	known := map[string]bool{}
 	for _, k := range []string{"input", "output", "input_rate", "output_rate", "input_channels", "output_channels",
-		"period_ms", "latency_ms", "output_buffer_ms", "half_duplex", "half_duplex_tail_ms", "retry_max_ms"} {
+		"period_ms", "latency_ms", "output_buffer_ms", "half_duplex", "half_duplex_tail_ms", "retry_max_ms", "realtime_priority"} {
 		known[k] = true
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -149,6 +163,9 @@ func (c audioDevicesConfig) validate() error {
 	}
 	if c.RetryMaxMS < 250 || c.RetryMaxMS > 60000 {
 		bad("retry_max_ms", c.RetryMaxMS, "want 250..60000")
+	}
+	if c.RealtimePriority < 0 || c.RealtimePriority > 99 {
+		bad("realtime_priority", c.RealtimePriority, "want 0 (normal scheduling) or 1..99 (SCHED_FIFO)")
 	}
 	return errors.Join(errs...)
 }
