@@ -443,8 +443,12 @@ func (ep *endpoint) logRealtime(res int32) {
 	ep.rtLogged = true
 	prio := ep.rtPriority()
 	if res > 0 {
+		n, err := raiseSoundServerThreads(prio)
 		ep.h.log.Info("portaudio: audio "+ep.name()+" callback thread runs at real-time priority",
-			"policy", "SCHED_FIFO", "priority", prio)
+			"policy", "SCHED_FIFO", "priority", prio, "sound_server_client_threads_raised", n)
+		if err != nil {
+			ep.h.log.Warn("portaudio: could not raise the sound server's client thread to real-time priority", "err", err)
+		}
 		return
 	}
 	ep.h.log.Warn("portaudio: real-time priority not permitted; the audio "+ep.name()+" callback thread keeps normal priority "+
@@ -477,6 +481,9 @@ func (ep *endpoint) discardTimings(r ring) {
 }
 
 func (ep *endpoint) observe(t CallbackTiming) {
+	if f := ep.h.cfg.Timing; f != nil {
+		defer f(ep.output, t)
+	}
 	if t.DeviceUnderflow(ep.output) {
 		ep.m.devUnderflows.Inc()
 	}

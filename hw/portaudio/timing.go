@@ -90,6 +90,12 @@ func (t CallbackTiming) DeviceOverflow(output bool) bool {
 // the next one. DAC jitter (output) is how far the spacing of successive
 // DAC times strays from the period, on the stream's clock.
 //
+// After a device underflow (PortAudio's output-underflow or input-overflow
+// flag) or a gap of more than a period in the buffer times, the device
+// timeline has moved on without the stream: that callback is not measured
+// and the next one starts a new anchor. Underflows are what the caller
+// counts for those; lateness is measured between them.
+//
 // A Cadence is used by one goroutine.
 type Cadence struct {
 	rate     float64
@@ -134,14 +140,23 @@ func (c *Cadence) Observe(t CallbackTiming) (late, jitter time.Duration, hasJitt
 	x := start - c.elapsed
 	c.elapsed += float64(t.Frames) / c.rate
 	bufLen := float64(t.Frames) / c.rate
+	gap := false
 	if t.BufferTime != 0 && c.havePrev {
 		j := (t.BufferTime - c.prevBuf) - c.prevLen
 		if math.Abs(j) < 1 {
 			jitter, hasJitter = time.Duration(math.Abs(j)*float64(time.Second)), true
 		}
+		gap = j > c.prevLen
 	}
 	c.prevBuf, c.prevLen, c.havePrev = t.BufferTime, bufLen, t.BufferTime != 0
 	if t.Start-c.first < c.warmup || t.Flags&FlagPrimingOutput != 0 {
+		return 0, jitter, hasJitter, false
+	}
+	if gap || t.Flags&(FlagOutputUnderflow|FlagInputOverflow) != 0 {
+		// The device's timeline moved on without this stream (an
+		// underflow, counted by the caller, or a gap of more than a
+		// period in the buffer times): the old cadence no longer applies.
+		c.anchored = false
 		return 0, jitter, hasJitter, false
 	}
 	if !c.anchored {

@@ -30,8 +30,12 @@ func TestCadenceLateness(t *testing.T) {
 		wantAt   int
 		wantJit  time.Duration
 		slowPPM  float64 // device clock slower than the system clock
+		shiftAt  int     // from this callback on, 50 ms later, the first flagged as an underflow
 		measured int
 	}{
+		// An underflow moves the device timeline on: a new anchor, not
+		// 50 ms of lateness for ever after.
+		{name: "underflow restarts the cadence", shiftAt: 600, wantMax: 0, measured: 974},
 		{name: "on time", wantMax: 0, measured: 975},
 		{name: "one late callback", late: map[int]time.Duration{500: 3 * time.Millisecond}, wantMax: 3 * time.Millisecond, wantAt: 500, measured: 975},
 		// A callback that overruns its period makes the following ones late
@@ -51,6 +55,13 @@ func TestCadenceLateness(t *testing.T) {
 			for i, cb := range cbs {
 				if tc.slowPPM != 0 {
 					cb.Start += time.Duration(float64(cb.Start-time.Second) * tc.slowPPM / 1e6)
+				}
+				if tc.shiftAt > 0 && i >= tc.shiftAt {
+					cb.Start += 50 * time.Millisecond
+					cb.BufferTime += 0.05
+					if i == tc.shiftAt {
+						cb.Flags |= FlagOutputUnderflow
+					}
 				}
 				late, jit, _, ok := c.Observe(cb)
 				maxJit = max(maxJit, jit)
@@ -74,6 +85,9 @@ func TestCadenceLateness(t *testing.T) {
 			}
 			if tc.wantMax > 0 && tc.slowPPM == 0 && at != tc.wantAt {
 				t.Errorf("max lateness at callback %d, want %d", at, tc.wantAt)
+			}
+			if tc.shiftAt > 0 {
+				tc.wantJit = 50 * time.Millisecond // the gap itself
 			}
 			if d := maxJit - tc.wantJit; d < -time.Microsecond || d > time.Microsecond {
 				t.Errorf("max jitter %v, want %v", maxJit, tc.wantJit)
