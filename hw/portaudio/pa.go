@@ -263,6 +263,10 @@ func (r *cRing) render(out []int16) {
 	C.ra_out_render(r.r, (*C.int16_t)(unsafe.Pointer(&out[0])), C.uint32_t(len(out)/r.ch))
 }
 
+// setFlushFade caps the flush fade-out at frames (ra_open sets 4 ms), for
+// tests.
+func (r *cRing) setFlushFade(frames int) { C.ra_set_flush_fade(r.r, C.uint32_t(frames)) }
+
 // renderTimed runs the output callback's logic on out and records its
 // timing as the callback does, for tests.
 func (r *cRing) renderTimed(out []int16, startNS int64, current, dac float64, flags uint32) int {

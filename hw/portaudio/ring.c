@@ -173,6 +173,8 @@ int ra_timing_last(ra_ring *r, ra_timing *t) {
 	return 0;
 }
 
+void ra_set_flush_fade(ra_ring *r, uint32_t frames) { r->flush_max = frames ? frames : 1; }
+
 void ra_set_realtime(ra_ring *r, int prio) {
 	r->rt_prio = prio;
 	STORE(&r->rt_result, 0);
@@ -242,7 +244,12 @@ uint32_t ra_out_render(ra_ring *r, int16_t *out, uint32_t frames) {
 	uint32_t req = LOAD(&r->flush_req);
 	if (req != r->seen_flush) {
 		r->seen_flush = req;
-		r->fade_left = r->gain; // fade from the current gain to zero
+		// Fade from the current gain to zero, over at most flush_max frames.
+		r->flush_from = r->gain;
+		r->fade_left = r->gain;
+		if (r->flush_max > 0 && r->fade_left > (int32_t)r->flush_max)
+			r->fade_left = (int32_t)r->flush_max;
+		r->fade_len = r->fade_left;
 	}
 	uint32_t g = r->seen_flush & 0xffff;
 	uint64_t rd = r->rpos, w;
@@ -265,7 +272,7 @@ uint32_t ra_out_render(ra_ring *r, int16_t *out, uint32_t frames) {
 				rd++;
 			}
 			r->fade_left--;
-			r->gain = r->fade_left;
+			r->gain = (int32_t)((int64_t)r->flush_from * r->fade_left / r->fade_len);
 			put_frame(r, dst, r->last, r->gain);
 			if (r->fade_left == 0 && rd < stale)
 				rd = stale;
@@ -409,8 +416,10 @@ PaError ra_open(PaStream **s, int dev, int channels, double rate, unsigned long 
 			ra_out_callback, r);
 	else
 		e = Pa_OpenStream(s, &p, NULL, rate, period, paClipOff | paDitherOff, ra_in_callback, r);
-	if (e == paNoError)
+	if (e == paNoError) {
 		ra_set_realtime(r, rt_prio);
+		ra_set_flush_fade(r, (uint32_t)(rate * RA_FLUSH_FADE_MS / 1000));
+	}
 	return e;
 }
 

@@ -11,6 +11,7 @@
 #define RA_MAX_CHANNELS 8
 #define RA_POS_BITS 48
 #define RA_POS_MASK ((((uint64_t)1) << RA_POS_BITS) - 1)
+#define RA_FLUSH_FADE_MS 4 // a flush fades out within this (hw.Flusher)
 #define RA_TIMING_CAP 1024 // callback records kept (10 s at 10 ms periods)
 
 // ra_timing is one device callback as the callback saw it: its start on
@@ -64,6 +65,9 @@ typedef struct ra_ring {
 	uint32_t lead;       // prime length in frames
 	int32_t gain;        // 0..fade
 	int32_t fade_left;   // frames left in a flush fade-out
+	int32_t fade_len;    // frames of the current flush fade-out
+	int32_t flush_from;  // gain when the flush fade-out began
+	uint32_t flush_max;  // longest flush fade-out in frames (0: fade); set by ra_open
 	int short_cb;        // this callback already counted as an underrun
 	int16_t last[RA_MAX_CHANNELS];
 
@@ -95,6 +99,8 @@ uint32_t ra_timing_read(ra_ring *r, uint64_t *from, ra_timing *dst, uint32_t max
 // ra_timing_last copies the newest record into *t; 0 if there is none.
 // Any thread.
 int ra_timing_last(ra_ring *r, ra_timing *t);
+// ra_set_flush_fade caps a flush's fade-out at frames (stream stopped).
+void ra_set_flush_fade(ra_ring *r, uint32_t frames);
 // ra_set_realtime makes the next callback of the ring's stream move its
 // thread to SCHED_FIFO at prio (0: leave it alone). Call before starting.
 void ra_set_realtime(ra_ring *r, int prio);

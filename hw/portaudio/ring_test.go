@@ -248,3 +248,32 @@ func TestCRingTimingRecords(t *testing.T) {
 		t.Errorf("after 2000 unread callbacks: %d records, %d lost; want 1024, %d", total, lostAll, 2000-1024)
 	}
 }
+
+// A flush fades out within the flush cap (4 ms at the stream's rate) even
+// when the underrun fade (FadeMS) is longer, and monotonically.
+func TestCRingFlushFadeCapped(t *testing.T) {
+	const fade, capFrames = 400, 32 // e.g. 50 ms underrun fade, 4 ms at 8 kHz
+	r := newTestRing(t, true, 4096, 1, fade, 0)
+	r.setFlushFade(capFrames)
+	r.write(constant(2000, 1, 10000), r.flushGen())
+	out := make([]int16, 1000)
+	r.render(out) // fades in over 400 frames, then full level
+	if out[999] != 10000 {
+		t.Fatalf("level before the flush %d, want 10000", out[999])
+	}
+	r.flush()
+	r.render(out[:100])
+	for i := 1; i < capFrames; i++ {
+		if out[i] > out[i-1] {
+			t.Fatalf("fade-out not monotonic at %d: %v", i, out[:capFrames])
+		}
+	}
+	if out[0] == 0 || out[capFrames-1] > 10000/capFrames+1 {
+		t.Errorf("fade-out starts at %d and ends at %d, want from ~10000 to ~0 over %d frames", out[0], out[capFrames-1], capFrames)
+	}
+	for i, v := range out[capFrames:100] {
+		if v != 0 {
+			t.Fatalf("sample %d after a %d-frame flush fade = %d, want silence", capFrames+i, capFrames, v)
+		}
+	}
+}
