@@ -54,6 +54,9 @@ type Result struct {
 	RingDry int
 	// RealtimeGranted: whether the device thread got SCHED_FIFO.
 	RealtimeGranted bool
+	// Short: the device side did not get through the periods asked for
+	// within twice their duration (plus 10 s); measured as far as it got.
+	Short bool
 }
 
 // analyse runs the records through one portaudio.Cadence.
@@ -220,7 +223,10 @@ func collect(p Params, n func() int, slice func(from, to int) []portaudio.Callba
 	minute := 0
 	for n() < p.wanted() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("handoffbench: %s: only %d of %d periods within %v: the device stalled", res.Design, n(), p.wanted(), 2*p.duration())
+			// The device side fell that far behind real time: report what
+			// it managed (the table shows the period count).
+			res.Short = true
+			return nil
 		}
 		if p.Minute != nil && n() >= (minute+1)*perMin {
 			var r Result

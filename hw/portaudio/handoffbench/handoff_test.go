@@ -150,10 +150,14 @@ func table(p Params, loaded bool, results []Result) string {
 		cond, p.Dev.Name, p.Rate, p.Ch, p.Period, p.Latency, p.LeadMS, p.Realtime)
 	fmt.Fprintf(&t, "%-11s %7s %10s %10s %10s %10s %12s %9s %4s %12s\n", "design", "periods", "p50", "p99", "p99.9", "max", "dev-underfl", "ring-dry", "rt", "dac-jit-p99")
 	for _, r := range results {
+		if r.Short {
+			r.Design += "*"
+		}
 		fmt.Fprintf(&t, "%-11s %7d %10s %10s %10s %10s %12d %9d %4v %12s\n", r.Design, len(r.Lateness),
 			ms(Percentile(r.Lateness, 50)), ms(Percentile(r.Lateness, 99)), ms(Percentile(r.Lateness, 99.9)), ms(Percentile(r.Lateness, 100)),
 			r.DeviceUnderflows, r.RingDry, r.RealtimeGranted || (r.Design == "cring" && p.Realtime > 0), ms(Percentile(r.Jitter, 99)))
 	}
+	fmt.Fprintf(&t, "(* the device side fell behind: fewer periods than asked for in twice their duration)\n")
 	return t.String()
 }
 
