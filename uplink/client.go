@@ -21,6 +21,7 @@ package uplink
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -78,10 +79,16 @@ type LinkObserver interface {
 
 // Config configures a Client.
 type Config struct {
-	URL      string // ws:// or wss:// URL of the gateway's /v1/robot endpoint
-	Token    string // bearer token
-	DeviceID string
-	Hello    protocol.RobotHello // agent_meta; Protocol/DeviceID filled in
+	URL   string // ws:// or wss:// URL of the gateway's /v1/robot endpoint
+	Token string // bearer token; empty: no Authorization header
+	// TLS configures wss:// (private CA, client certificate for mutual
+	// TLS, server name); nil: system roots and the URL's host.
+	TLS *tls.Config
+	// AllowInsecureWS permits plain ws:// to a non-loopback host (LAN
+	// development gateways only).
+	AllowInsecureWS bool
+	DeviceID        string
+	Hello           protocol.RobotHello // agent_meta; Protocol/DeviceID filled in
 
 	HandshakeTimeout time.Duration // dial + hello exchange; default 5 s
 	WriteTimeout     time.Duration // per write; default 5 s
@@ -154,7 +161,7 @@ func (c *Config) Validate() error {
 	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
 		return fmt.Errorf("uplink: gateway url %q is not a ws:// or wss:// URL", c.URL)
 	}
-	if u.Scheme == "ws" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "ws" && !isLoopback(u.Hostname()) && !c.AllowInsecureWS {
 		return fmt.Errorf("uplink: gateway url %q uses plain ws:// to a non-loopback host; use wss://", c.URL)
 	}
 	if u.User != nil || u.Query().Has("token") {
@@ -419,7 +426,7 @@ func (c *Client) Run(ctx context.Context) error {
 			return nil
 		}
 		start := c.clk.Now()
-		err := c.session(ctx)
+		established, err := c.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -429,7 +436,11 @@ func (c *Client) Run(ctx context.Context) error {
 			after = ga.after
 		}
 		d := bo.next(c.clk.Now().Sub(start), after)
-		c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
+		if established {
+			c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
+		} else {
+			c.log.Warn("uplink: cannot connect to the gateway, retrying", "err", err, "retry_in", d.Round(time.Millisecond))
+		}
 		if !c.wait(ctx, d) {
 			return nil
 		}
@@ -510,15 +521,21 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 		Subprotocols:     []string{protocol.Subprotocol},
 		HandshakeTimeout: c.cfg.HandshakeTimeout,
 		Proxy:            http.ProxyFromEnvironment,
+		TLSClientConfig:  c.cfg.TLS,
 		ReadBufferSize:   16 << 10,
 		WriteBufferSize:  16 << 10,
 	}
 	h := http.Header{}
-	h.Set("Authorization", "Bearer "+c.cfg.Token)
+	if c.cfg.Token != "" {
+		h.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
 	h.Set("X-Robot-Device-Id", c.cfg.DeviceID)
 	conn, resp, err := d.DialContext(ctx, c.cfg.URL, h)
 	if err != nil {
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+			if c.cfg.Token == "" {
+				return nil, fmt.Errorf("%w: HTTP %d: the gateway asks for a token and none is configured (set gateway.token_file)", ErrUnauthorized, resp.StatusCode)
+			}
 			return nil, fmt.Errorf("%w: HTTP %d", ErrUnauthorized, resp.StatusCode)
 		}
 		if resp != nil {
@@ -629,17 +646,22 @@ func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, protoc
 	return gh, neg, nil
 }
 
-// session runs one connection from dial to close.
-func (c *Client) session(ctx context.Context) error {
+// session runs one connection from dial to close; established reports
+// whether it got past the hello exchange (a session that started).
+func (c *Client) session(ctx context.Context) (established bool, err error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
-		c.m.dialErrors.Inc()
-		return err
+		if ctx.Err() == nil {
+			c.m.dialErrors.Inc()
+		}
+		return false, err
 	}
 	defer conn.Close()
 	gh, neg, err := c.handshake(conn)
 	if err != nil {
-		c.m.dialErrors.Inc()
+		if ctx.Err() == nil {
+			c.m.dialErrors.Inc()
+		}
 		// §3.1: no error message during the handshake; a close frame whose
 		// code and reason say what was wrong.
 		code, reason := websocket.CloseProtocolError, "handshake failed"
@@ -650,7 +672,7 @@ func (c *Client) session(ctx context.Context) error {
 		}
 		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
 		drainAfterClose(conn, time.Second)
-		return err
+		return false, err
 	}
 	// §3.6: each keepalive field defaults on its own.
 	ka := neg.Keepalive
@@ -702,7 +724,7 @@ func (c *Client) session(ctx context.Context) error {
 	// The read pump is the jitter buffer's only producer: it must be gone
 	// before the next session resets the buffer.
 	<-readDone
-	return werr
+	return true, werr
 }
 
 // writePump is the only goroutine that writes to conn.
