@@ -10,7 +10,7 @@ RUN_FOR   ?= 20s
 # Build tags for the full (cgo) binary; detected from installed libraries.
 TAGS      ?= $(shell scripts/detect-tags.sh)
 
-.PHONY: all run build build-sim test test-go bench lint fmt vet fuzz clean hil deps
+.PHONY: all run run-real build build-sim test test-go bench lint fmt vet fuzz clean hil deps
 
 # Cross builds, emulated ARM tests, .deb packages, unit checks (issue 6).
 include build/build.mk
@@ -21,6 +21,12 @@ all: lint test build
 run:
 	@scripts/need-go.sh
 	$(GO) run ./cmd/robot-agent run --sim --duration $(RUN_FOR)
+
+## run-real: like run, but with real audio devices (PortAudio) on a private
+## PulseAudio and the development gateway; the summary shows device timing.
+run-real:
+	@scripts/need-go.sh
+	RUN_FOR=$(RUN_FOR) scripts/run-real.sh
 
 ## build: the agent for this machine (real devices where their libraries exist).
 build:
