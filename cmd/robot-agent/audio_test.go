@@ -125,7 +125,7 @@ type flushSink struct {
 	log *[]string
 }
 
-func (f flushSink) Flush() { *f.log = append(*f.log, "device") }
+func (f flushSink) Flush() int { *f.log = append(*f.log, "device"); return 0 }
 
 func TestWithDeviceFlush(t *testing.T) {
 	var log []string
