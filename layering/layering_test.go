@@ -36,7 +36,9 @@ var rank = map[string]int{
 	"config": 4, "uplink": 4, "video": 4, "video/videotest": 4,
 	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4,
 	// Wiring and development tools.
-	"state/modules": 5, "gateway": 5,
+	"state/modules": 5, "gateway": 5, "conformance": 5,
+	// Benchmark-only packages.
+	"hw/portaudio/handoffbench": 4,
 	// The command: the one place that wires everything.
 	"cmd/robot-agent": 9,
 }
