@@ -33,6 +33,7 @@ type Config struct {
 	Sim      Sim      `yaml:"sim"`
 	Metrics  Metrics  `yaml:"metrics"`
 	Log      Log      `yaml:"log"`
+	Spool    Spool    `yaml:"spool"`
 	// Extra holds sections owned by optional subsystems (state, skills,
 	// identity, camera) that decode them themselves.
 	Extra map[string]yaml.Node `yaml:",inline"`
@@ -112,6 +113,7 @@ func Default() Config {
 		Playback: Playback{PrebufferMS: 60, BufferMS: 10000, FadeMS: 4, PeriodMS: 10},
 		Sim:      Sim{SpeechMS: 1500, SilenceMS: 4000, SpeakerWAV: "out/played.wav"},
 		Log:      Log{Level: "info", Format: "text"},
+		Spool:    Spool{MaxMB: 64},
 	}
 }
 
@@ -260,6 +262,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		bad("log.format", fmt.Sprintf("%q", c.Log.Format), "must be text or json")
+	}
+	if err := c.Spool.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

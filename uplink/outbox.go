@@ -140,6 +140,9 @@ func (o *Outbox) EmitID(m protocol.Message) (string, error) {
 		p.durable = true
 		o.mu.Unlock()
 	}
+	// Debug: a trace of every event id counted as raised (on disk when a
+	// spool is set), which the fault-injection suite accounts against.
+	o.log.Debug("uplink: control event raised", "event", env.EventID, "type", env.Type)
 	wake()
 	return env.EventID, nil
 }

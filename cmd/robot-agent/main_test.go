@@ -125,3 +125,18 @@ func TestDoctorOnThisMachine(t *testing.T) {
 		}
 	}
 }
+
+func TestRunFailsOnUnusableSpool(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "not-a-dir")
+	os.WriteFile(file, []byte("x"), 0o600)
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("spool:\n  path: "+filepath.Join(file, "spool")+"\n"), 0o644)
+	code, _, errs := runCLI("run", "--sim", "--quiet", "--config", cfg, "--duration", "5s")
+	if code != 1 || !strings.Contains(errs, "start failed") || !strings.Contains(errs, "spool.path") {
+		t.Fatalf("exit %d, stderr %q; want 1 and a start-failed line naming spool.path", code, errs)
+	}
+	if n := strings.Count(strings.TrimSpace(errs), "\n"); strings.Count(errs, "start failed") != 1 {
+		t.Fatalf("want one start-failed line, got %d lines: %q", n+1, errs)
+	}
+}

@@ -241,9 +241,10 @@ type agent struct {
 
 func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (a *agent, err error) {
 	a = &agent{cfg: cfg, opts: opts, clk: clk, reg: reg, log: log}
+	self := a // "return nil, err" clears a before this runs
 	defer func() {
 		if err != nil {
-			a.close()
+			self.close()
 		}
 	}()
 	if cfg.Gateway.URL == "" {
@@ -292,6 +293,9 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	tts := withDeviceFlush(a.player, a.speaker)
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
+	}
+	if ucfg.Spool, err = a.openSpool(); err != nil {
+		return nil, err
 	}
 	a.client, err = uplink.New(ucfg, clk, reg, log, tts, a.control)
 	if err != nil {
