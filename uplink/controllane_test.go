@@ -14,6 +14,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/gateway"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
 )
@@ -254,4 +255,27 @@ func TestAckFloodNoAckDropped(t *testing.T) {
 	if v := reg.Value("robot_agent_uplink_ephemeral_dropped_total"); v != 0 {
 		t.Logf("ephemeral (progress) drops: %d", v)
 	}
+}
+
+// The embedded gateway's planned shutdown sends go_away with a delay; the
+// robot leaves and comes back at that delay, not at its backoff.
+func TestGatewayGoAwayReconnectAtAnnouncedDelay(t *testing.T) {
+	r := newRig(t, gateway.Config{}, func(c *Config) { c.BackoffBase = 5 * time.Second; c.BackoffCap = 10 * time.Second })
+	waitFor(t, "session", r.client.Up)
+	const after = 400 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	if n := r.gw.GoAway(ctx, "deploy", after, 0); n != 1 {
+		t.Fatalf("GoAway told %d robots, want 1", n)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("robot did not leave after go_away")
+	}
+	waitFor(t, "second session", func() bool { return r.reg.Value("robot_agent_uplink_connects_total") == 2 })
+	back := time.Since(start)
+	if back < after || back > after+time.Second {
+		t.Fatalf("robot back after %v, want at the announced %v (its own backoff base is 5 s)", back, after)
+	}
+	t.Logf("go_away %v: robot back after %v", after, back)
 }
