@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -128,6 +129,38 @@ func ioWrite(b *testing.B) (dev, syscalls int64) {
 	return dev, syscalls
 }
 
+// blockWritten returns the bytes written to the block device named by
+// $SPOOL_BENCH_DEV (e.g. loop0: a loop-mounted ext4 that only the benchmark
+// uses, set up by scripts/bench.d/spool.sh as root), journal included, or
+// -1 when it is not set.
+func blockWritten(b *testing.B) int64 {
+	dev := os.Getenv("SPOOL_BENCH_DEV")
+	if dev == "" {
+		return -1
+	}
+	syscall.Sync()
+	data, err := os.ReadFile("/sys/block/" + dev + "/stat")
+	if err != nil {
+		b.Fatalf("SPOOL_BENCH_DEV: %v", err)
+	}
+	f := strings.Fields(string(data))
+	n, _ := strconv.ParseInt(f[6], 10, 64)
+	return n * 512
+}
+
+// benchDir is where the stores live: $SPOOL_BENCH_DIR or a temp dir.
+func benchDir(b *testing.B) string {
+	if d := os.Getenv("SPOOL_BENCH_DIR"); d != "" {
+		dir, err := os.MkdirTemp(d, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(dir) })
+		return dir
+	}
+	return b.TempDir()
+}
+
 // event is a typical reliable control message (~150 bytes).
 func event(id string, i int) []byte {
 	return fmt.Appendf(nil, `{"type":"state","event_id":%q,"ts":%d,"name":"imu","value":{"ax":0.012,"ay":-0.021,"az":9.807,"gx":0.1,"gy":0.0,"gz":-0.3}}`, id, 1_000_000+i*20_000)
@@ -139,7 +172,8 @@ func event(id string, i int) []byte {
 // and device bytes per event.
 func workload(b *testing.B, open func(dir string) candidate, producers, n, rate int, ackAfter time.Duration) {
 	for b.Loop() {
-		dir := b.TempDir()
+		dir := benchDir(b)
+		blk0 := blockWritten(b)
 		c := open(dir)
 		lat := make([]time.Duration, n)
 		dev0, w0 := ioWrite(b)
@@ -185,6 +219,13 @@ func workload(b *testing.B, open func(dir string) candidate, producers, n, rate 
 		<-ackDone
 		c.close() // settles written
 		dev1, w1 := ioWrite(b)
+		if blk0 >= 0 {
+			blk := float64(blockWritten(b)-blk0) / float64(n)
+			b.ReportMetric(blk, "blk-B/event")
+			if rate > 0 {
+				b.ReportMetric(blk*float64(rate)*86400/(1<<20), "blk-MiB/day")
+			}
+		}
 		slices.Sort(lat)
 		b.ReportMetric(float64(n)/elapsed.Seconds(), "events/s")
 		b.ReportMetric(float64(lat[n/2].Microseconds())/1000, "p50-ms")

@@ -84,13 +84,22 @@ func TestTornAndCorruptRecordsQuarantined(t *testing.T) {
 		damage func(b []byte) []byte
 		want   []string
 	}{
-		{"torn tail", func(b []byte) []byte { return b[:len(b)-3] }, []string{"e-1=one", "e-2=two"}},
+		{"torn tail (last write cut short, zeros after)", func(b []byte) []byte {
+			i := bytes.Index(b, []byte("three"))
+			clear(b[i+2 : i+5])
+			return b
+		}, []string{"e-1=one", "e-2=two"}},
+		{"torn tail, file cut", func(b []byte) []byte { return b[:bytes.Index(b, []byte("three"))+3] }, []string{"e-1=one", "e-2=two"}},
 		{"flipped bit in the middle record", func(b []byte) []byte {
 			i := bytes.Index(b, []byte("two"))
 			b[i] ^= 0x40
 			return b
 		}, []string{"e-1=one", "e-3=three"}},
-		{"garbage appended", func(b []byte) []byte { return append(b, "\x07\x00\x00\x00garbage!"...) }, []string{"e-1=one", "e-2=two", "e-3=three"}},
+		{"garbage after the records", func(b []byte) []byte {
+			i := bytes.Index(b, []byte("three")) + 5
+			copy(b[i:], "\x07\x00\x00\x00garbage!")
+			return b
+		}, []string{"e-1=one", "e-2=two", "e-3=three"}},
 		{"bad header", func(b []byte) []byte { copy(b, "XXXXXXXX"); return b }, []string{"e-1=one", "e-2=two", "e-3=three"}},
 		{"zeroed block", func(b []byte) []byte {
 			i := bytes.Index(b, []byte("one"))

@@ -153,7 +153,14 @@ func corruptSpool(t *testing.T, dir string, l *ledger, from int) string {
 			continue
 		}
 		b[i+3] ^= 0x20
-		b = append(b, 0x64, 0, 0, 0, 1, 2, 3, 4, 1, 5, 'b', 'o', 'o', 't')
+		// A torn record right after the last one, where the
+		// preallocated zeros start.
+		end := len(bytes.TrimRight(b, "\x00"))
+		torn := []byte{0x64, 0, 0, 0, 1, 2, 3, 4, 1, 5, 'b', 'o', 'o', 't'}
+		if end+len(torn) > len(b) {
+			b = append(b, make([]byte, end+len(torn)-len(b))...)
+		}
+		copy(b[end:], torn)
 		if err := os.WriteFile(p, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
