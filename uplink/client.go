@@ -621,6 +621,14 @@ func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery 
 			var ga *goAwayError
 			if errors.As(err, &ga) {
 				code, text = websocket.CloseNormalClosure, "go_away"
+				// The go_away's ack (and any other answer) goes out
+				// before the close frame.
+				for _, data := range c.answers.take(nil) {
+					if write(websocket.TextMessage, data) != nil {
+						break
+					}
+					c.m.answersSent.Inc()
+				}
 			}
 			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
 			return err
