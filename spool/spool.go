@@ -403,6 +403,9 @@ func (l *Log) Sync(ticket uint64) error {
 		if l.err != nil {
 			return l.err
 		}
+		if l.closed {
+			return ErrClosed
+		}
 		if l.flushing {
 			l.cond.Wait()
 			continue
@@ -534,6 +537,9 @@ func (l *Log) Close() error {
 		l.cond.Wait()
 	}
 	l.closed = true
+	if l.timer != nil {
+		l.timer.Stop()
+	}
 	if l.f == nil {
 		return nil
 	}
