@@ -205,7 +205,8 @@ type Client struct {
 
 	answers   *answerQueue // acks and errors that settle gateway messages: never dropped
 	seen      *dedup       // read pump only
-	sessionUp time.Time    // Run goroutine: when the current session reached hello (zero: not yet)
+	sessionUp time.Time    // Run goroutine: when the current session reached hello (monoTime)
+	sessionOK bool         // Run goroutine: the current session reached hello
 
 	lastRefused uint32 // read pump only: last response whose audio was refused
 
@@ -385,7 +386,7 @@ func (c *Client) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		c.sessionUp = time.Time{}
+		c.sessionOK = false
 		err := c.session(ctx)
 		if ctx.Err() != nil {
 			return nil
@@ -395,8 +396,8 @@ func (c *Client) Run(ctx context.Context) error {
 		if errors.As(err, &ga) {
 			after = ga.after
 		}
-		now := c.clk.Now()
-		established := !c.sessionUp.IsZero()
+		now := monoTime(c.clk)
+		established := c.sessionOK
 		var lasted time.Duration
 		if established {
 			lasted = now.Sub(c.sessionUp)
@@ -538,7 +539,7 @@ func (c *Client) session(ctx context.Context) error {
 	}
 	timeout := time.Duration(ka.TimeoutMS) * time.Millisecond
 	c.sessionID.Store(gh.SessionID)
-	c.sessionUp = c.clk.Now()
+	c.sessionUp, c.sessionOK = monoTime(c.clk), true
 	c.seen.begin(gh.SessionID, gh.Resumed)
 	c.answers.begin()
 	c.outbox.rewind()

@@ -3,6 +3,8 @@ package uplink
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/robot-agent/robot-agent/clock"
 )
 
 // reconnectBackoff is the reconnect policy (docs/protocol.md 3.7):
@@ -46,6 +48,12 @@ func (b *reconnectBackoff) next(now time.Time, established bool, lasted, goAwayA
 	}
 	return d
 }
+
+// monoTime is the clock's monotonic reading as a time.Time: session
+// lengths and the fast window are measured on it, so a step of the wall
+// clock (NTP, an RTC set after boot) neither makes a short session look
+// stable nor a stable one short.
+func monoTime(clk clock.Clock) time.Time { return time.Time{}.Add(clk.Mono()) }
 
 // backoff returns a full-jitter delay: uniform in [0, min(cap, base*2^n)].
 func backoff(base, cap time.Duration, attempt int) time.Duration {
