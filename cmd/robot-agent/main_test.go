@@ -132,7 +132,7 @@ func TestRunFailsOnUnusableSpool(t *testing.T) {
 	os.WriteFile(file, []byte("x"), 0o600)
 	cfg := filepath.Join(dir, "c.yaml")
 	os.WriteFile(cfg, []byte("spool:\n  path: "+filepath.Join(file, "spool")+"\n"), 0o644)
-	code, _, errs := runCLI("run", "--sim", "--quiet", "--config", cfg, "--duration", "5s")
+	code, _, errs := runCLI("run", "--sim", "--quiet", "--config", cfg, "--duration", "5s", "--speaker-wav", filepath.Join(dir, "p.wav"))
 	if code != 1 || !strings.Contains(errs, "start failed") || !strings.Contains(errs, "spool.path") {
 		t.Fatalf("exit %d, stderr %q; want 1 and a start-failed line naming spool.path", code, errs)
 	}
