@@ -83,6 +83,10 @@ func New(inner slog.Handler, clk clock.Clock, reg *metrics.Registry, cfg Config)
 		suppressed: reg.Counter("robot_agent_log_suppressed_total", "Log records suppressed by the per-class rate limit.")}}
 }
 
+// Inner returns the wrapped handler (with this handler's attributes), for
+// a component whose every line is wanted (the demo gateway of make run).
+func (h *Handler) Inner() slog.Handler { return h.inner }
+
 // Enabled implements slog.Handler.
 func (h *Handler) Enabled(ctx context.Context, l slog.Level) bool { return h.inner.Enabled(ctx, l) }
 

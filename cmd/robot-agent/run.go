@@ -376,7 +376,7 @@ func (a *agent) startEmbeddedGateway() error {
 	if a.opts.gwConfig != nil {
 		gcfg = *a.opts.gwConfig
 	}
-	gw, err := gateway.New(gcfg, a.clk, metrics.NewRegistry(), a.log.With("component", "embedded-gateway"), gateway.Hooks{})
+	gw, err := gateway.New(gcfg, a.clk, metrics.NewRegistry(), embeddedGatewayLog(a.log), gateway.Hooks{})
 	if err != nil {
 		return err
 	}

@@ -23,3 +23,4 @@ func (a *agent) openSpool() (uplink.Spool, error) {
 	a.log.Info("spool: control events are durable", "path", sc.Path, "unsettled", l.Len())
 	return l, nil
 }
+
