@@ -23,4 +23,3 @@ func (a *agent) openSpool() (uplink.Spool, error) {
 	a.log.Info("spool: control events are durable", "path", sc.Path, "unsettled", l.Len())
 	return l, nil
 }
-
