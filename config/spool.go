@@ -1,8 +1,9 @@
 package config
 
 import (
-	"fmt"
 	"path/filepath"
+
+	"github.com/robot-agent/robot-agent/config/field"
 )
 
 // Spool configures the durable control-event spool (package spool).
@@ -20,12 +21,11 @@ type Spool struct {
 // Memory reports whether the spool is memory only.
 func (s Spool) Memory() bool { return s.Path == "" || s.Path == "memory" }
 
-func (s Spool) validate() error {
+func (s Spool) validate(errs *field.List) {
 	if !s.Memory() && !filepath.IsAbs(s.Path) {
-		return fmt.Errorf("%w: spool.path = %q: must be an absolute directory, or \"memory\"", ErrInvalid, s.Path)
+		errs.Add("spool.path", s.Path, "must be an absolute directory", `or "memory" (events do not survive a restart)`)
 	}
 	if s.MaxMB < 1 || s.MaxMB > 4096 {
-		return fmt.Errorf("%w: spool.max_mb = %d: must be in [1, 4096]", ErrInvalid, s.MaxMB)
+		errs.Add("spool.max_mb", s.MaxMB, "want an integer in [1, 4096]", "")
 	}
-	return nil
 }

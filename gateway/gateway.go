@@ -33,6 +33,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
 )
@@ -48,8 +49,9 @@ const (
 
 // Config configures the embedded gateway.
 type Config struct {
-	// Token the robot must present as a bearer token. Empty accepts any
-	// non-empty token (development only).
+	// Token the robot must present as a bearer token. Empty: the gateway
+	// does not ask for one and accepts robots with or without a token
+	// (development only).
 	Token string
 	// TTSMode is binary (default) or base64 (JSON tts messages).
 	TTSMode string
@@ -252,7 +254,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	switch {
-	case !ok || tok == "":
+	case s.cfg.Token != "" && (!ok || tok == ""):
 		s.m.authFailures.Inc()
 		http.Error(w, "gateway: missing bearer token in Authorization header", http.StatusUnauthorized)
 		return
@@ -608,11 +610,9 @@ func (ss *Session) onMic(ctx context.Context, h protocol.Header, payload []byte,
 		ss.vad.feed(payload)
 		return
 	}
-	pcm := make([]int16, len(payload)/2)
-	for i := range pcm {
-		pcm[i] = int16(uint16(payload[2*i]) | uint16(payload[2*i+1])<<8)
-	}
-	ss.segment(ctx, h.Flag, h.Stream, pcm)
+	samples := make([]int16, len(payload)/2)
+	pcm.BytesToInt16(samples, payload)
+	ss.segment(ctx, h.Flag, h.Stream, samples)
 }
 
 // segment collects one utterance from frames flagged start/continue/end:
@@ -697,9 +697,7 @@ func (ss *Session) greet(uid string) {
 	for off := 0; off < len(chime); off += chunk {
 		end := min(off+chunk, len(chime))
 		b := make([]byte, 2*(end-off))
-		for i, v := range chime[off:end] {
-			b[2*i], b[2*i+1] = byte(v), byte(uint16(v)>>8)
-		}
+		pcm.Int16ToBytes(b, chime[off:end])
 		if ss.Send(&protocol.TTS{Meta: protocol.Meta{Type: protocol.TypeGreetTTS}, ResponseID: id, AudioB64: base64.StdEncoding.EncodeToString(b)}) != nil {
 			return
 		}
@@ -797,13 +795,10 @@ func (ss *Session) streamTTS(ctx context.Context, id uint32, pcm []int16) {
 	ss.Send(&protocol.TTSDone{ResponseID: id})
 }
 
-func (ss *Session) sendTTSChunk(id uint32, pcm []int16, last bool) bool {
+func (ss *Session) sendTTSChunk(id uint32, samples []int16, last bool) bool {
 	s := ss.srv
-	b := make([]byte, 2*len(pcm))
-	for i, v := range pcm {
-		b[2*i] = byte(v)
-		b[2*i+1] = byte(uint16(v) >> 8)
-	}
+	b := make([]byte, 2*len(samples))
+	pcm.Int16ToBytes(b, samples)
 	s.m.ttsChunks.Inc()
 	if s.cfg.TTSMode == TTSBase64 {
 		return ss.Send(&protocol.TTS{ResponseID: id, AudioB64: base64.StdEncoding.EncodeToString(b), Last: last}) == nil

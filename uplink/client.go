@@ -20,6 +20,7 @@ package uplink
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -73,10 +74,16 @@ type LinkObserver interface {
 
 // Config configures a Client.
 type Config struct {
-	URL      string // ws:// or wss:// URL of the gateway's /v1/robot endpoint
-	Token    string // bearer token
-	DeviceID string
-	Hello    protocol.RobotHello // agent_meta; Protocol/DeviceID filled in
+	URL   string // ws:// or wss:// URL of the gateway's /v1/robot endpoint
+	Token string // bearer token; empty: no Authorization header
+	// TLS configures wss:// (private CA, client certificate for mutual
+	// TLS, server name); nil: system roots and the URL's host.
+	TLS *tls.Config
+	// AllowInsecureWS permits plain ws:// to a non-loopback host (LAN
+	// development gateways only).
+	AllowInsecureWS bool
+	DeviceID        string
+	Hello           protocol.RobotHello // agent_meta; Protocol/DeviceID filled in
 
 	HandshakeTimeout  time.Duration // dial + hello exchange; default 5 s
 	WriteTimeout      time.Duration // per write; default 5 s
@@ -163,7 +170,7 @@ func (c *Config) Validate() error {
 	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
 		return fmt.Errorf("uplink: gateway url %q is not a ws:// or wss:// URL", c.URL)
 	}
-	if u.Scheme == "ws" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "ws" && !isLoopback(u.Hostname()) && !c.AllowInsecureWS {
 		return fmt.Errorf("uplink: gateway url %q uses plain ws:// to a non-loopback host; use wss://", c.URL)
 	}
 	if u.User != nil || u.Query().Has("token") {
@@ -183,7 +190,11 @@ func redact(u *url.URL) string {
 }
 
 func isLoopback(host string) bool {
-	return host == "localhost" || host == "::1" || (len(host) > 4 && host[:4] == "127.")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Client maintains the gateway session.
@@ -206,7 +217,6 @@ type Client struct {
 	answers   *answerQueue // acks and errors that settle gateway messages: never dropped
 	seen      *dedup       // read pump only
 	sessionUp time.Time    // Run goroutine: when the current session reached hello (monoTime)
-	sessionOK bool         // Run goroutine: the current session reached hello
 
 	lastRefused uint32 // read pump only: last response whose audio was refused
 
@@ -386,8 +396,7 @@ func (c *Client) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		c.sessionOK = false
-		err := c.session(ctx)
+		established, err := c.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -397,13 +406,16 @@ func (c *Client) Run(ctx context.Context) error {
 			after = ga.after
 		}
 		now := monoTime(c.clk)
-		established := c.sessionOK
 		var lasted time.Duration
 		if established {
 			lasted = now.Sub(c.sessionUp)
 		}
 		d := bo.next(now, established, lasted, after)
-		c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
+		if established {
+			c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
+		} else {
+			c.log.Warn("uplink: cannot connect to the gateway, retrying", "err", err, "retry_in", d.Round(time.Millisecond))
+		}
 		if !c.wait(ctx, d) {
 			return nil
 		}
@@ -450,15 +462,21 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 		Subprotocols:     []string{protocol.Subprotocol},
 		HandshakeTimeout: c.cfg.HandshakeTimeout,
 		Proxy:            http.ProxyFromEnvironment,
+		TLSClientConfig:  c.cfg.TLS,
 		ReadBufferSize:   16 << 10,
 		WriteBufferSize:  16 << 10,
 	}
 	h := http.Header{}
-	h.Set("Authorization", "Bearer "+c.cfg.Token)
+	if c.cfg.Token != "" {
+		h.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
 	h.Set("X-Robot-Device-Id", c.cfg.DeviceID)
 	conn, resp, err := d.DialContext(ctx, c.cfg.URL, h)
 	if err != nil {
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+			if c.cfg.Token == "" {
+				return nil, fmt.Errorf("%w: HTTP %d: the gateway asks for a token and none is configured (set gateway.token_file)", ErrUnauthorized, resp.StatusCode)
+			}
 			return nil, fmt.Errorf("%w: HTTP %d", ErrUnauthorized, resp.StatusCode)
 		}
 		if resp != nil {
@@ -516,19 +534,24 @@ func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, error)
 	return gh, nil
 }
 
-// session runs one connection from dial to close.
-func (c *Client) session(ctx context.Context) error {
+// session runs one connection from dial to close; established reports
+// whether it got past the hello exchange (a session that started).
+func (c *Client) session(ctx context.Context) (established bool, err error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
-		c.m.dialErrors.Inc()
-		return err
+		if ctx.Err() == nil {
+			c.m.dialErrors.Inc()
+		}
+		return false, err
 	}
 	defer conn.Close()
 	gh, err := c.handshake(conn)
 	if err != nil {
-		c.m.dialErrors.Inc()
+		if ctx.Err() == nil {
+			c.m.dialErrors.Inc()
+		}
 		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseProtocolError, "handshake failed"), time.Now().Add(time.Second))
-		return err
+		return false, err
 	}
 	ka := gh.Keepalive
 	if ka.IntervalMS <= 0 {
@@ -539,7 +562,7 @@ func (c *Client) session(ctx context.Context) error {
 	}
 	timeout := time.Duration(ka.TimeoutMS) * time.Millisecond
 	c.sessionID.Store(gh.SessionID)
-	c.sessionUp, c.sessionOK = monoTime(c.clk), true
+	c.sessionUp = monoTime(c.clk)
 	c.seen.begin(gh.SessionID, gh.Resumed)
 	c.answers.begin()
 	c.outbox.rewind()
@@ -588,7 +611,7 @@ func (c *Client) session(ctx context.Context) error {
 	// The read pump is the jitter buffer's only producer: it must be gone
 	// before the next session resets the buffer.
 	<-readDone
-	return werr
+	return true, werr
 }
 
 // writePump is the only goroutine that writes to conn.

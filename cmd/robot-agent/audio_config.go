@@ -1,14 +1,10 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/hw/portaudio"
 )
 
@@ -60,17 +56,14 @@ func defaultAudioDevices() audioDevicesConfig {
 	}
 }
 
-var errAudioDevices = fmt.Errorf("%w: %s", config.ErrInvalid, audioDevicesSection)
-
 // loadAudioDevices reads the audio_devices section of cfg over the defaults,
 // then the ROBOT_AGENT_AUDIO_INPUT, ROBOT_AGENT_AUDIO_OUTPUT and
 // ROBOT_AGENT_HALF_DUPLEX environment variables, and validates the result.
+// Problems are *field.Error values under audio_devices.
 func loadAudioDevices(cfg config.Config, getenv func(string) string) (audioDevicesConfig, error) {
 	c := defaultAudioDevices()
-	if n, ok := cfg.Extra[audioDevicesSection]; ok {
-		if err := decodeStrict(&n, &c); err != nil {
-			return c, err
-		}
+	if _, err := config.DecodeSection(cfg.Extra, audioDevicesSection, &c); err != nil {
+		return c, err
 	}
 	if v := getenv("ROBOT_AGENT_AUDIO_INPUT"); v != "" {
 		c.Input = v
@@ -84,35 +77,10 @@ func loadAudioDevices(cfg config.Config, getenv func(string) string) (audioDevic
 	return c, c.validate()
 }
 
-// decodeStrict decodes a mapping node into c, rejecting unknown keys with
-// their line number.
-func decodeStrict(n *yaml.Node, c *audioDevicesConfig) error {
-	if n.Kind != yaml.MappingNode {
-		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-			return nil
-		}
-		return fmt.Errorf("%w: line %d: want a mapping", errAudioDevices, n.Line)
-	}
-	known := map[string]bool{}
-	for _, k := range []string{"input", "output", "input_rate", "output_rate", "input_channels", "output_channels",
-		"period_ms", "latency_ms", "output_buffer_ms", "half_duplex", "half_duplex_tail_ms", "retry_max_ms"} {
-		known[k] = true
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i]; !known[k.Value] {
-			return fmt.Errorf("%w: line %d: unknown key %q", errAudioDevices, k.Line, k.Value)
-		}
-	}
-	if err := n.Decode(c); err != nil {
-		return fmt.Errorf("%w: %v", errAudioDevices, err)
-	}
-	return nil
-}
-
 func (c audioDevicesConfig) validate() error {
-	var errs []error
-	bad := func(field string, v any, why string) {
-		errs = append(errs, fmt.Errorf("%w.%s = %v: %s", errAudioDevices, field, v, why))
+	var errs field.List
+	bad := func(name string, v any, want string) {
+		errs.Add(audioDevicesSection+"."+name, v, want, "")
 	}
 	for _, r := range []struct {
 		name string
@@ -142,7 +110,7 @@ func (c audioDevicesConfig) validate() error {
 	switch c.HalfDuplex {
 	case halfDuplexGate, halfDuplexMute, halfDuplexOff:
 	default:
-		bad("half_duplex", strconv.Quote(c.HalfDuplex), "want gate, mute or off")
+		bad("half_duplex", c.HalfDuplex, "want gate, mute or off")
 	}
 	if c.HalfDuplexTailMS < 0 || c.HalfDuplexTailMS > 5000 {
 		bad("half_duplex_tail_ms", c.HalfDuplexTailMS, "want 0..5000")
@@ -150,5 +118,5 @@ func (c audioDevicesConfig) validate() error {
 	if c.RetryMaxMS < 250 || c.RetryMaxMS > 60000 {
 		bad("retry_max_ms", c.RetryMaxMS, "want 250..60000")
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }

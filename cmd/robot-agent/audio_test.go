@@ -51,11 +51,11 @@ audio_devices:
 	}
 
 	for _, tc := range []struct{ yaml, want string }{
-		{"audio_devices:\n  inptu: x\n", `line 2: unknown key "inptu"`},
-		{"audio_devices:\n  half_duplex: sometimes\n", `half_duplex = "sometimes"`},
-		{"audio_devices:\n  output_rate: 7\n", "output_rate = 7"},
-		{"audio_devices:\n  period_ms: 0\n", "period_ms = 0"},
-		{"audio_devices:\n  output_buffer_ms: 1\n", "output_buffer_ms = 1"},
+		{"audio_devices:\n  inptu: x\n", "audio_devices.inptu: unknown key (did you mean input?; line 2)"},
+		{"audio_devices:\n  half_duplex: sometimes\n", `audio_devices.half_duplex: "sometimes": want gate, mute or off`},
+		{"audio_devices:\n  output_rate: 7\n", "audio_devices.output_rate: 7:"},
+		{"audio_devices:\n  period_ms: 0\n", "audio_devices.period_ms: 0:"},
+		{"audio_devices:\n  output_buffer_ms: 1\n", "audio_devices.output_buffer_ms: 1:"},
 		{"audio_devices: [1, 2]\n", "want a mapping"},
 	} {
 		_, err := loadAudioDevices(decodeTestConfig(t, tc.yaml), noEnv)
@@ -176,7 +176,7 @@ func TestWithoutPortAudio(t *testing.T) {
 		t.Errorf("openRealAudio = %v, want hw.ErrNotBuiltIn with a hint", err)
 	}
 	var out, errb bytes.Buffer
-	if code := cmdDevices(nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "portaudio") {
+	if code := cmdDevices(nil, &out, &errb); code != exitDevice || !strings.Contains(errb.String(), "portaudio") {
 		t.Errorf("devices: exit %d, stderr %q", code, errb.String())
 	}
 }

@@ -17,7 +17,9 @@ func (a *agent) openSpool() (uplink.Spool, error) {
 	}
 	l, err := spool.Open(spool.Config{Dir: sc.Path, MaxBytes: int64(sc.MaxMB) << 20}, a.clk, a.reg, a.log)
 	if err != nil {
-		return nil, fmt.Errorf("spool.path %q: %w", sc.Path, err)
+		// A deployment problem: restarting does not help.
+		return nil, &failure{code: exitConfig, err: fmt.Errorf("spool.path %q: %w", sc.Path, err),
+			fix: "make spool.path a directory the agent can write (packaged: /var/lib/robot-agent/spool, the unit's StateDirectory), or set it to memory"}
 	}
 	a.closers = append(a.closers, l.Close)
 	a.log.Info("spool: control events are durable", "path", sc.Path, "unsettled", l.Len())

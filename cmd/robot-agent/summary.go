@@ -13,8 +13,9 @@ func (a *agent) writeSummary(w io.Writer) {
 	el := a.stopped.Sub(a.started).Round(100 * time.Millisecond)
 	done, interrupted := a.progress.counts()
 	fmt.Fprintf(w, "\nrobot-agent summary (%v)\n", el)
-	fmt.Fprintf(w, "  uplink:    %d session(s), %d reconnect(s), link up at exit: %v\n",
-		v("robot_agent_uplink_connects_total"), max(0, v("robot_agent_uplink_connects_total")-1), a.client.Up())
+	sessions := v("robot_agent_uplink_connects_total")
+	fmt.Fprintf(w, "  uplink:    %d session(s), %d reconnect(s), %d failed connection attempt(s), link up at shutdown: %v\n",
+		sessions, max(0, sessions-1), v("robot_agent_uplink_dial_errors_total"), a.upAtStop)
 	fmt.Fprintf(w, "  mic:       %d utterances, %d frames sent, %d dropped\n",
 		v("robot_agent_capture_utterances_total"), v("robot_agent_uplink_mic_frames_sent_total"),
 		v("robot_agent_uplink_mic_frames_dropped_total")+v("robot_agent_capture_dropped_frames_total"))
@@ -27,9 +28,9 @@ func (a *agent) writeSummary(w io.Writer) {
 		v("robot_agent_control_acked_total"), a.client.Outbox().Len(),
 		v("robot_agent_uplink_bad_messages_total")+v("robot_agent_uplink_bad_frames_total")+v("robot_agent_uplink_unknown_types_total"))
 	if a.robot != nil {
-		fmt.Fprintf(w, "  robot:     %d state events, %d face_info, %d greetings; skills %d ok, %d refused; function calls %d raised, %d delegated; %d dead-man resets\n",
+		fmt.Fprintf(w, "  robot:     %d state events, %d face_info, %d greetings; skills %d ok, %d refused or failed; function calls %d raised, %d delegated; %d dead-man resets\n",
 			v("robot_agent_state_events_total"), v("robot_agent_identity_face_info_total"), v("robot_agent_identity_greet_total"),
-			v("robot_agent_skills_ok_total"), max(0, v("robot_agent_skills_total")-v("robot_agent_skills_ok_total")),
+			v("robot_agent_skills_ok_total"), v("robot_agent_skills_refused_total"),
 			v("robot_agent_function_calls_total"), v("robot_agent_function_calls_delegated_total"), v("robot_agent_skills_deadman_total"))
 	}
 	a.video.writeSummary(w)
