@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -226,7 +227,10 @@ func (g *accGateway) serve(ln net.Listener) {
 				id := fmt.Sprintf("%s-d-%d", s.ID, g.nextDecision)
 				g.arbiters[fmt.Sprintf("%d/%s/%s", inst, s.ID, id)] = true
 				g.mu.Unlock()
-				go s.Send(&protocol.Arbiter{Meta: protocol.Meta{Type: protocol.TypeArbiter, EventID: id}, Ref: v.EventID, Decision: protocol.DecisionDelegate})
+				// The param names the decision uniquely, so the robot's
+				// side can be matched even though ids are reused.
+				param, _ := json.Marshal(map[string]string{"k": fmt.Sprintf("%d/%s/%s", inst, s.ID, id)})
+				go s.Send(&protocol.Arbiter{Meta: protocol.Meta{Type: protocol.TypeArbiter, EventID: id}, Ref: v.EventID, Decision: protocol.DecisionDelegate, Param: param})
 			default:
 				if id := m.Envelope().EventID; id != "" {
 					g.ledger.receive(id)
@@ -295,6 +299,32 @@ func (g *accGateway) decisionsAcked() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.decisions)
+}
+
+// checkDecisions: every decision the robot acknowledged was acted on, and
+// none twice. (The robot may act on a decision whose ack the network then
+// lost: acted ≥ acked.) It returns the number of problems.
+func (g *accGateway) checkDecisions(t *testing.T, acted map[string]int) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	bad := 0
+	for k := range g.decisions {
+		if acted[k] == 0 {
+			bad++
+			if bad <= 5 {
+				t.Errorf("decision %s acked by the robot but not acted on", k)
+			}
+		}
+	}
+	for k, n := range acted {
+		if n > 1 {
+			bad++
+			if bad <= 5 {
+				t.Errorf("decision %s acted on %d times", k, n)
+			}
+		}
+	}
+	return bad
 }
 
 func (g *accGateway) reconnects() []time.Duration {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,20 +37,25 @@ type robot struct {
 	c      *uplink.Client
 	reg    *metrics.Registry
 	clk    *jumpClock
-	acted  atomic.Int64 // function-call decisions handed to the application
+	mu     sync.Mutex
+	acted  map[string]int // function-call decisions handed to the application, by the gateway's key
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
 func (r *robot) HandleControl(_ context.Context, m protocol.Message) {
-	if _, ok := m.(*protocol.Arbiter); ok {
-		r.acted.Add(1)
+	if a, ok := m.(*protocol.Arbiter); ok {
+		var p struct{ K string }
+		json.Unmarshal(a.Param, &p)
+		r.mu.Lock()
+		r.acted[p.K]++
+		r.mu.Unlock()
 	}
 }
 
 func startRobot(t *testing.T, url string, sp uplink.Spool, mod func(*uplink.Config)) *robot {
 	t.Helper()
-	r := &robot{reg: metrics.NewRegistry(), clk: &jumpClock{Real: clock.NewReal()}, done: make(chan struct{})}
+	r := &robot{reg: metrics.NewRegistry(), clk: &jumpClock{Real: clock.NewReal()}, done: make(chan struct{}), acted: map[string]int{}}
 	cfg := uplink.Config{URL: url, Token: "chaos-token", DeviceID: "chaos", Spool: sp,
 		Hello: protocol.RobotHello{AgentVersion: "chaos", BootID: fmt.Sprintf("b%d", time.Now().UnixNano()%1e9),
 			AudioUp: protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: 20}},
@@ -71,6 +78,18 @@ func startRobot(t *testing.T, url string, sp uplink.Spool, mod func(*uplink.Conf
 	go func() { defer close(r.done); c.Run(ctx) }()
 	t.Cleanup(r.stop)
 	return r
+}
+
+func (r *robot) actedCopy() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.acted)
+}
+
+func (r *robot) nActed() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.acted)
 }
 
 type testWriter struct{ t *testing.T }
@@ -171,7 +190,7 @@ func TestNetworkFaults(t *testing.T) {
 	raised, delivered, dupes := l.counts()
 	time.Sleep(200 * time.Millisecond)
 	report(row{scenario: "network faults (kill, black hole, discard, one-way stop, delay/jitter, 8 KiB/s, refuse, clock ±1 h)", cycles: rounds * len(faults),
-		raised: raised, delivered: delivered, lost: len(missing), wireDupes: dupes, decisions: g.decisionsAcked(), acted: int(r.acted.Load()),
+		raised: raised, delivered: delivered, lost: len(missing), wireDupes: dupes, decisions: g.decisionsAcked(), acted: r.nActed(),
 		note: fmt.Sprintf("%d refused at source (outbox full)", refused.Load()), elapsed: time.Since(start)})
 	if len(missing) > 0 {
 		t.Fatalf("%d of %d events never reached the gateway (first %v)", len(missing), raised, missing[:min(5, len(missing))])
@@ -179,10 +198,8 @@ func TestNetworkFaults(t *testing.T) {
 	if refused.Load() > 0 {
 		t.Errorf("%d events refused at the source", refused.Load())
 	}
-	if a, d := int(r.acted.Load()), g.decisionsAcked(); a != d {
-		t.Errorf("decisions acked by the robot %d, acted on %d", d, a)
-	}
-	t.Logf("raised %d, delivered %d, wire duplicates %d, decisions %d/%d", raised, delivered, dupes, g.decisionsAcked(), r.acted.Load())
+	g.checkDecisions(t, r.actedCopy())
+	t.Logf("raised %d, delivered %d, wire duplicates %d, decisions %d/%d", raised, delivered, dupes, g.decisionsAcked(), r.nActed())
 }
 
 // TestGatewayRestarts: the gateway restarts (crash or planned, with
@@ -246,14 +263,14 @@ func TestGatewayRestarts(t *testing.T) {
 	p50, p95 := percentile(crash, 0.5), percentile(crash, 0.95)
 	report(row{scenario: fmt.Sprintf("gateway restarts (%d crash, %d go_away) during a %v stream", (restarts+1)/2, restarts/2, time.Since(start).Round(time.Second)),
 		cycles: restarts, raised: raised, delivered: delivered, lost: len(missing), wireDupes: dupes,
-		decisions: g.decisionsAcked(), acted: int(r.acted.Load()), reconnectP50: p50, P95: p95,
+		decisions: g.decisionsAcked(), acted: r.nActed(), reconnectP50: p50, P95: p95,
 		note:    fmt.Sprintf("go_away: back %v after the announced delay (max); %d refused", maxDur(goAwayBack).Round(time.Millisecond), refused.Load()),
 		elapsed: time.Since(start)})
 	if len(missing) > 0 {
 		t.Fatalf("%d of %d events lost (first %v)", len(missing), raised, missing[:min(5, len(missing))])
 	}
-	if a, d := int(r.acted.Load()), g.decisionsAcked(); a != d || d == 0 {
-		t.Errorf("decisions acked by the robot %d, acted on %d", d, a)
+	if g.checkDecisions(t, r.actedCopy()) > 0 || g.decisionsAcked() == 0 {
+		t.Errorf("decisions acked by the robot %d, acted on %d", g.decisionsAcked(), r.nActed())
 	}
 	if p95 > 2*time.Second {
 		t.Errorf("reconnect after a crash restart: p95 %v > 2 s (all: %v)", p95, crash)
