@@ -253,8 +253,8 @@ func TestSpoolSection(t *testing.T) {
 		{"", "", true},
 		{"spool:\n  path: memory\n", "", true},
 		{"spool:\n  path: /var/lib/robot-agent/spool\n  max_mb: 16\n", "", false},
-		{"spool:\n  path: relative/dir\n", `spool.path = "relative/dir"`, false},
-		{"spool:\n  max_mb: 0\n", "spool.max_mb = 0", true},
+		{"spool:\n  path: relative/dir\n", `spool.path: "relative/dir": must be an absolute directory`, false},
+		{"spool:\n  max_mb: 0\n", "spool.max_mb: 0:", true},
 		{"spool:\n  pathh: /x\n", "pathh", true},
 	} {
 		c := Default()
