@@ -3,6 +3,9 @@ package capture
 import (
 	"errors"
 	"fmt"
+	"slices"
+
+	"github.com/robot-agent/robot-agent/vad"
 )
 
 // Capture modes.
@@ -79,6 +82,16 @@ type VADConfig struct {
 	// MaxUtteranceMS forces an end (frames sent, pre-roll included); speech
 	// that goes on starts a new utterance (default 30000).
 	MaxUtteranceMS int `yaml:"max_utterance_ms"`
+	// Detector is the per-frame speech decision: "energy" (default, the
+	// level-over-floor detector above, pure Go), "webrtc" (WebRTC's GMM
+	// VAD, build tag webrtcapm) or "speex" (speexdsp's preprocessor VAD,
+	// build tag speexdsp); see package vad and docs/benchmarks.md. The
+	// pre-roll, min-speech, hangover and max-utterance logic applies to
+	// every detector; the dB fields only to energy.
+	Detector string `yaml:"detector"`
+	// DetectorMode is the webrtc aggressiveness 0..3 (default 0 when
+	// unset) or the speex start probability in percent (default 80).
+	DetectorMode int `yaml:"detector_mode"`
 }
 
 // WithDefaults returns c with zero fields replaced by defaults.
@@ -106,6 +119,9 @@ func (c Config) WithDefaults() Config {
 	setInt(&v.HangoverMS, DefaultHangoverMS)
 	setInt(&v.MinSpeechMS, DefaultMinSpeechMS)
 	setInt(&v.MaxUtteranceMS, DefaultMaxUtteranceMS)
+	if v.Detector == "" {
+		v.Detector = vad.KindEnergy
+	}
 	return c
 }
 
@@ -119,6 +135,9 @@ func (c Config) Validate() error {
 	case 10, 20, 40, 60:
 	default:
 		bad("frame_ms %d is not %s", c.FrameMS, validFrameMSDescription)
+	}
+	if !slices.Contains(vad.Kinds, c.VAD.Detector) {
+		bad("vad.detector %q is not one of %v", c.VAD.Detector, vad.Kinds)
 	}
 	if c.Mode != ModeContinuous && c.Mode != ModeVAD {
 		bad("mode %q is not continuous or vad", c.Mode)

@@ -1,0 +1,135 @@
+package aec
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/hw"
+)
+
+// SourceConfig tunes the alignment of a Source.
+type SourceConfig struct {
+	// MaxDelayMS is the longest echo delay the estimator searches beyond
+	// the device latencies (default 400).
+	MaxDelayMS int
+	// MarginMS is how much earlier than the estimated delay the far end is
+	// handed to the canceller, so that the echo falls inside its filter
+	// even if the delay shrinks a little (default 8).
+	MarginMS int
+	// FixedDelayMS > 0 disables the estimator and uses this delay.
+	FixedDelayMS int
+}
+
+// Source is an hw.AudioSource that cancels the echo of the Reference in
+// what src captures. Read is called by one goroutine (the capture pump).
+// Reads should be whole multiples of FrameSamples (10 ms); the remainder
+// of any other length passes through uncancelled.
+type Source struct {
+	src hw.AudioSource
+	ref *Reference
+	c   Canceller
+	clk clock.Clock
+	lat hw.LatencyReporter
+	est *DelayEstimator
+	cfg SourceConfig
+
+	far, farRaw, out []int16
+	next             int64 // reference index of the next mic sample
+	anchored         bool
+	bulk             int // samples of delay taken out before the canceller
+	frames           atomic.Int64
+	shifts           atomic.Int64
+	delaySamples     atomic.Int64
+}
+
+// NewSource wraps src (16 kHz mono) with canceller c using ref.
+func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock, cfg SourceConfig) *Source {
+	if cfg.MaxDelayMS == 0 {
+		cfg.MaxDelayMS = 400
+	}
+	if cfg.MarginMS == 0 {
+		cfg.MarginMS = 8
+	}
+	s := &Source{src: src, ref: ref, c: c, clk: clk, cfg: cfg,
+		far: make([]int16, FrameSamples), farRaw: make([]int16, FrameSamples), out: make([]int16, FrameSamples)}
+	if l, ok := src.(hw.LatencyReporter); ok {
+		s.lat = l
+	}
+	if cfg.FixedDelayMS > 0 {
+		s.bulk = max(0, (cfg.FixedDelayMS-cfg.MarginMS)*Rate/1000)
+	} else {
+		s.est = NewDelayEstimator(cfg.MaxDelayMS)
+	}
+	return s
+}
+
+// Format implements hw.AudioSource.
+func (s *Source) Format() hw.AudioFormat { return s.src.Format() }
+
+// Close implements hw.AudioSource (closes src, not the canceller).
+func (s *Source) Close() error { return s.src.Close() }
+
+// Unwrap returns the wrapped source.
+func (s *Source) Unwrap() hw.AudioSource { return s.src }
+
+// Kind returns the canceller's kind.
+func (s *Source) Kind() string { return s.c.Kind() }
+
+// DeviceLatency implements hw.LatencyReporter by forwarding.
+func (s *Source) DeviceLatency() time.Duration {
+	if s.lat == nil {
+		return 0
+	}
+	return s.lat.DeviceLatency()
+}
+
+// EstimatedDelay is the echo delay beyond the device latencies found by the
+// estimator (or the fixed one). Any goroutine.
+func (s *Source) EstimatedDelay() time.Duration {
+	return time.Duration(s.delaySamples.Load()) * time.Second / Rate
+}
+
+// Shifts counts changes of the delay taken out before the canceller (each
+// makes the canceller re-adapt). Any goroutine.
+func (s *Source) Shifts() int64 { return s.shifts.Load() }
+
+// Read implements hw.AudioSource.
+func (s *Source) Read(dst []int16) (int, error) {
+	n, err := s.src.Read(dst)
+	if err != nil || n <= 0 {
+		return n, err
+	}
+	t := s.clk.Mono() - time.Duration(n)*time.Second/Rate
+	if s.lat != nil {
+		t -= s.lat.DeviceLatency()
+	}
+	idx := s.ref.index(t)
+	if d := idx - s.next; !s.anchored || d > int64(reanchor*Rate/time.Second) || d < -int64(reanchor*Rate/time.Second) {
+		s.next, s.anchored = idx, true
+	}
+	for off := 0; off+FrameSamples <= n; off += FrameSamples {
+		near := dst[off : off+FrameSamples]
+		if s.est != nil {
+			s.ref.readAt(s.farRaw, s.next)
+			s.est.Push(s.farRaw, near)
+			if d, ok := s.est.Delay(); ok {
+				s.delaySamples.Store(int64(d))
+				want := max(0, d-s.cfg.MarginMS*Rate/1000)
+				if abs(want-s.bulk) > s.cfg.MarginMS*Rate/2000 {
+					s.bulk = want
+					s.shifts.Add(1)
+					s.c.Reset()
+				}
+			}
+		} else {
+			s.delaySamples.Store(int64(s.bulk + s.cfg.MarginMS*Rate/1000))
+		}
+		s.ref.readAt(s.far, s.next-int64(s.bulk))
+		s.c.Process(s.out, near, s.far)
+		copy(near, s.out)
+		s.next += FrameSamples
+		s.frames.Add(1)
+	}
+	return n, nil
+}
