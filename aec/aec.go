@@ -81,6 +81,26 @@ type Options struct {
 	NoiseSuppression bool `yaml:"noise_suppression"`
 	// AGC turns on the library's automatic gain control.
 	AGC bool `yaml:"agc"`
+	// Suppression is the WebRTC residual-echo suppressor's aggressiveness:
+	// "low", "moderate" or "high" (default DefaultSuppression). Higher
+	// removes more residual echo and more of the user's voice in
+	// double-talk.
+	Suppression string `yaml:"suppression"`
+}
+
+// Suppression levels.
+var suppressionLevels = []string{"low", "moderate", "high"}
+
+// DefaultSuppression is the measured default (docs/audio.md).
+const DefaultSuppression = "moderate"
+
+func suppressionLevel(s string) int {
+	for i, v := range suppressionLevels {
+		if v == s {
+			return i
+		}
+	}
+	return 1
 }
 
 // DefaultTailMS is the speex filter length.
@@ -89,6 +109,9 @@ const DefaultTailMS = 128
 func (o Options) withDefaults() Options {
 	if o.TailMS == 0 {
 		o.TailMS = DefaultTailMS
+	}
+	if o.Suppression == "" {
+		o.Suppression = DefaultSuppression
 	}
 	return o
 }
@@ -100,6 +123,9 @@ func (o Options) Validate() error {
 	case KindNone, KindWebRTC, KindSpeex:
 	default:
 		errs = append(errs, fmt.Errorf("%w: kind %q is not one of %v", ErrConfig, o.Kind, Kinds))
+	}
+	if o.Suppression != "" && suppressionLevel(o.Suppression) == 1 && o.Suppression != "moderate" {
+		errs = append(errs, fmt.Errorf("%w: suppression %q is not one of %v", ErrConfig, o.Suppression, suppressionLevels))
 	}
 	if o.TailMS < 0 || o.TailMS > 1000 {
 		errs = append(errs, fmt.Errorf("%w: tail_ms %d out of range 0..1000", ErrConfig, o.TailMS))

@@ -1,6 +1,7 @@
 package aec
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,27 @@ type SourceConfig struct {
 	MarginMS int
 	// FixedDelayMS > 0 disables the estimator and uses this delay.
 	FixedDelayMS int
+	// DoubleTalkDB: while the far end plays, a Read whose echo was
+	// reduced by more than this (mic energy over output energy) holds only
+	// residual echo and no near-end speech, and EchoDominated reports true
+	// for it (default DefaultDoubleTalkDB; negative: never).
+	DoubleTalkDB float64
 }
+
+// DefaultDoubleTalkDB is the measured default (docs/audio.md).
+const DefaultDoubleTalkDB = 12.0
+
+// farActive is the far-end level (RMS, samples) above which the speaker
+// counts as playing for the double-talk decision (about -60 dBFS).
+const farActive = 33.0
+
+// farTail is how long after the far end stops (ms) its echo and the
+// suppressor's release still count as echo for EchoDominated.
+const farTail = 400
+
+// onsetGuard (ms) is the stretch after the far end starts in which a mic
+// level explained by the learned echo path counts as echo.
+const onsetGuard = 300
 
 // Source is an hw.AudioSource that cancels the echo of the Reference in
 // what src captures. Read is called by one goroutine (the capture pump).
@@ -40,6 +61,11 @@ type Source struct {
 	bulk             int // samples of delay taken out before the canceller
 	frames           atomic.Int64
 	shifts           atomic.Int64
+	echoOnly         atomic.Bool
+	farHang          int     // samples the far end still counts as playing (echo tail, suppressor release)
+	farSince         int     // samples since the far end started playing after a pause
+	erl              float64 // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
+	dtRatio          float64 // linear energy ratio of DoubleTalkDB
 	delaySamples     atomic.Int64
 }
 
@@ -51,11 +77,15 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 	if cfg.MarginMS == 0 {
 		cfg.MarginMS = 8
 	}
+	if cfg.DoubleTalkDB == 0 {
+		cfg.DoubleTalkDB = DefaultDoubleTalkDB
+	}
 	s := &Source{src: src, ref: ref, c: c, clk: clk, cfg: cfg,
 		far: make([]int16, FrameSamples), farRaw: make([]int16, FrameSamples), out: make([]int16, FrameSamples)}
 	if l, ok := src.(hw.LatencyReporter); ok {
 		s.lat = l
 	}
+	s.dtRatio = math.Pow(10, cfg.DoubleTalkDB/10)
 	if cfg.FixedDelayMS > 0 {
 		s.bulk = max(0, (cfg.FixedDelayMS-cfg.MarginMS)*Rate/1000)
 	} else {
@@ -108,6 +138,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	if d := idx - s.next; !s.anchored || d > int64(reanchor*Rate/time.Second) || d < -int64(reanchor*Rate/time.Second) {
 		s.next, s.anchored = idx, true
 	}
+	var eMic, eOut, eFar float64
 	for off := 0; off+FrameSamples <= n; off += FrameSamples {
 		near := dst[off : off+FrameSamples]
 		if s.est != nil {
@@ -126,10 +157,54 @@ func (s *Source) Read(dst []int16) (int, error) {
 			s.delaySamples.Store(int64(s.bulk + s.cfg.MarginMS*Rate/1000))
 		}
 		s.ref.readAt(s.far, s.next-int64(s.bulk))
+		eMic += energy(near)
+		eFar += energy(s.far)
 		s.c.Process(s.out, near, s.far)
+		eOut += energy(s.out)
 		copy(near, s.out)
 		s.next += FrameSamples
 		s.frames.Add(1)
 	}
+	if eFar > farActive*farActive*float64(n) {
+		if s.farHang == 0 {
+			s.farSince = 0
+		}
+		s.farHang = farTail * Rate / 1000
+		s.farSince += n
+	} else {
+		s.farHang = max(s.farHang-n, 0)
+	}
+	echo := s.farHang > 0 && eMic > s.dtRatio*eOut
+	if echo && eFar > 0 {
+		// The canceller removed most of it: mostly echo. Learn the echo
+		// path's gain from it.
+		if r := eMic / eFar; s.erl == 0 {
+			s.erl = r
+		} else {
+			s.erl += 0.05 * (r - s.erl)
+		}
+	}
+	// When the far end starts after a pause the cancellers let the first
+	// ~100 ms of echo through; there, a mic level the learned echo path
+	// explains is echo too.
+	if !echo && s.farHang > 0 && s.farSince <= onsetGuard*Rate/1000 && s.erl > 0 && eMic < 4*s.erl*eFar {
+		echo = true
+	}
+	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && echo)
 	return n, nil
+}
+
+// EchoDominated reports whether the last Read held only residual echo: the
+// far end was playing and the canceller removed more than DoubleTalkDB. The
+// capture pump uses it (capture.OnsetGuard) so the robot's own voice does
+// not start an utterance while the user's voice, which the canceller
+// cannot remove, still does. Any goroutine.
+func (s *Source) EchoDominated() bool { return s.echoOnly.Load() }
+
+func energy(p []int16) float64 {
+	var e float64
+	for _, v := range p {
+		e += float64(v) * float64(v)
+	}
+	return e
 }

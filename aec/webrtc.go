@@ -31,7 +31,7 @@ func newWebRTC(o Options) (Canceller, error) {
 		}
 		return 0
 	}
-	a := C.aec_apm_new(Rate, b(o.NoiseSuppression), b(o.AGC))
+	a := C.aec_apm_new(Rate, b(o.NoiseSuppression), b(o.AGC), C.int(suppressionLevel(o.Suppression)))
 	if a == nil {
 		return nil, errors.New("aec: webrtc AudioProcessing::Create failed")
 	}

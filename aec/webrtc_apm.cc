@@ -2,7 +2,6 @@
 
 #include "webrtc_apm.h"
 
-#include <stdlib.h>
 #include <string.h>
 #include <webrtc/modules/audio_processing/include/audio_processing.h>
 #include <webrtc/modules/interface/module_common_types.h>
@@ -13,19 +12,20 @@ struct aec_apm {
 	int rate;
 };
 
-extern "C" aec_apm* aec_apm_new(int rate, int ns, int agc) {
+extern "C" aec_apm* aec_apm_new(int rate, int ns, int agc, int suppression) {
 	webrtc::Config cfg;
 	// Extended filter (longer tail) and delay-agnostic mode (the APM
 	// estimates the remaining delay itself), as PulseAudio's
 	// module-echo-cancel and Chromium use them.
 	cfg.Set<webrtc::ExtendedFilter>(new webrtc::ExtendedFilter(true));
-	cfg.Set<webrtc::DelayAgnostic>(new webrtc::DelayAgnostic(getenv("XDA") == NULL));
-	cfg.Set<webrtc::ExtendedFilter>(new webrtc::ExtendedFilter(getenv("XEF") == NULL));
+	cfg.Set<webrtc::DelayAgnostic>(new webrtc::DelayAgnostic(true));
 	webrtc::AudioProcessing* apm = webrtc::AudioProcessing::Create(cfg);
 	if (!apm) return NULL;
 	apm->high_pass_filter()->Enable(true);
 	apm->echo_cancellation()->enable_drift_compensation(false);
-	apm->echo_cancellation()->set_suppression_level(webrtc::EchoCancellation::kHighSuppression);
+	apm->echo_cancellation()->set_suppression_level(
+		suppression <= 0 ? webrtc::EchoCancellation::kLowSuppression :
+		suppression == 1 ? webrtc::EchoCancellation::kModerateSuppression : webrtc::EchoCancellation::kHighSuppression);
 	apm->echo_cancellation()->Enable(true);
 	apm->noise_suppression()->set_level(webrtc::NoiseSuppression::kModerate);
 	apm->noise_suppression()->Enable(ns != 0);

@@ -40,6 +40,8 @@ type Pump struct {
 
 	// det replaces the built-in energy decision (nil: energy).
 	det vad.Detector
+	// guard is the source's OnsetGuard, if it has one (or SetOnsetGuard's).
+	guard OnsetGuard
 
 	// VAD parameters in frames / dB per frame.
 	preFrames, minSpeechFrames, hangFrames, maxFrames int
@@ -112,6 +114,7 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 			p.det = d
 		}
 	}
+	p.guard, _ = src.(OnsetGuard)
 	frameLen := hw.MicFormat.SampleRate * cfg.FrameMS / 1000
 	backing := make([]int16, ringLen*frameLen)
 	p.ring = make([]slot, ringLen)
@@ -120,6 +123,10 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 	}
 	return p, nil
 }
+
+// SetOnsetGuard installs g (nil removes it); NewPump installs the source
+// itself when it implements OnsetGuard. Call before Run.
+func (p *Pump) SetOnsetGuard(g OnsetGuard) { p.guard = g }
 
 // Config returns the effective configuration (defaults applied).
 func (p *Pump) Config() Config { return p.cfg }
@@ -233,12 +240,17 @@ func (p *Pump) processVAD(cur *slot) {
 		p.held, p.speechRun = 0, 0
 		return
 	}
-	if db > ref+p.cfg.VAD.StartDB {
+	echo := p.echoOnly()
+	if db > ref+p.cfg.VAD.StartDB && !echo {
 		p.speechRun++
 	} else {
 		p.speechRun = 0
 	}
-	if db < p.floor {
+	if echo {
+		// The canceller's suppressor may have pushed this frame far below
+		// the room's noise: the floor must not follow it down, or the
+		// noise coming back when the robot pauses would look like speech.
+	} else if db < p.floor {
 		p.floor = db
 	} else {
 		p.floor = min(p.floor+p.riseStep, db)
@@ -263,13 +275,15 @@ func (p *Pump) processDetector(cur *slot) {
 		p.held, p.speechRun = 0, 0
 		return
 	}
-	if speech {
+	if speech && !p.echoOnly() {
 		p.speechRun++
 	} else {
 		p.speechRun = 0
 	}
 	p.idleFrame(cur)
 }
+
+func (p *Pump) echoOnly() bool { return p.guard != nil && p.guard.EchoDominated() }
 
 // inUttFrame handles a frame inside an utterance.
 func (p *Pump) inUttFrame(cur *slot, speech bool) {

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"slices"
 	"time"
@@ -100,6 +101,7 @@ type Result struct {
 	CPUPerSecond    time.Duration // chain CPU per second of audio
 	DelayEstimate   time.Duration
 	DelayShifts     int64
+	ChainDelay      time.Duration // near end's delay through the chain (from the double-talk correlation)
 }
 
 // OnsetPercentile returns the p-th percentile (0..100) of onset delays, or
@@ -221,6 +223,7 @@ func Run(s Scenario) (Result, error) {
 		return Result{}, err
 	}
 	defer pump.Close()
+	pump.SetOnsetGuard(asrc)
 
 	runtime.LockOSThread()
 	c0 := threadCPU()
@@ -274,7 +277,7 @@ func Run(s Scenario) (Result, error) {
 	}
 	res.NearCorr = math.NaN()
 	if len(dtNear) > 0 {
-		res.NearCorr = bestCorr(dtOut, dtNear, 80)
+		res.NearCorr, res.ChainDelay = bestCorr(dtOut, dtNear, 640)
 	}
 
 	// VAD: pump-level frames and raw detector decisions.
@@ -340,6 +343,10 @@ func Run(s Scenario) (Result, error) {
 		}
 		if !matched {
 			res.FalseBargeIns++
+			if os.Getenv("DUPLEX_DEBUG") != "" {
+				rel := st.at - dur(lead)
+				fmt.Fprintf(os.Stderr, "false start at %v: reply %d +%v\n", st.at, int(rel/dur(replyLen+gap)), rel%dur(replyLen+gap))
+			}
 		}
 	}
 	for i := range phrases {
@@ -384,9 +391,10 @@ func frac(a, b int) float64 {
 }
 
 // bestCorr is the highest normalised correlation of x with y delayed by
-// 0..maxLag samples (the chain may delay the near end slightly).
-func bestCorr(x, y []int16, maxLag int) float64 {
-	best := -1.0
+// 0..maxLag samples (the chain may delay the near end: WebRTC's AEC
+// buffers 64-sample partitions), and that lag.
+func bestCorr(x, y []int16, maxLag int) (float64, time.Duration) {
+	best, bl := -1.0, 0
 	for lag := 0; lag <= maxLag && lag < len(x); lag++ {
 		var c, ex, ey float64
 		for i := 0; i+lag < len(x); i++ {
@@ -395,9 +403,9 @@ func bestCorr(x, y []int16, maxLag int) float64 {
 			ex += a * a
 			ey += b * b
 		}
-		if ex > 0 && ey > 0 {
-			best = max(best, c/math.Sqrt(ex*ey))
+		if ex > 0 && ey > 0 && c/math.Sqrt(ex*ey) > best {
+			best, bl = c/math.Sqrt(ex*ey), lag
 		}
 	}
-	return best
+	return best, dur(bl)
 }

@@ -51,6 +51,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return cmdDevices(args[1:], stdout, stderr)
 	case "doctor":
 		return cmdDoctor(args[1:], stdout, stderr)
+	case "duplex-bench":
+		return cmdDuplexBench(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
