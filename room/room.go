@@ -151,6 +151,7 @@ type Path struct {
 	rsBuf   []int16
 	far     []float32 // ring, speaker samples at 16 kHz by absolute index
 	farEnd  int64     // next speaker index to be written
+	farNext float64   // speaker index (16 kHz) the next block continues at
 	farAny  bool
 	mic     []float32 // ring, far signal on the mic clock before the IR
 	micNext int64     // next mic index of mic[] to compute
@@ -313,19 +314,32 @@ func (p *Path) Play(at int64, samples []int16, rate int) error {
 	if need := p.rs.OutLen(len(samples)); cap(p.rsBuf) < need {
 		p.rsBuf = make([]int16, need*2)
 	}
-	if !p.farAny || at > p.farEnd {
-		if p.farAny && at-p.farEnd < farRingLen {
-			for i := p.farEnd; i < at; i++ {
-				p.far[i&(farRingLen-1)] = 0
+	// farNext is where the speaker's next sample plays if this block
+	// follows the last; farEnd is the ring position of the next resampler
+	// output, Delay earlier (output k of the resampler is input k - Delay).
+	if next := int64(math.Round(p.farNext)); !p.farAny || at > next+1 {
+		d := int64(math.Round(p.rs.Delay()))
+		if !p.farAny || at-next > Rate/50 {
+			// A pause: the speaker played silence; start afresh.
+			if p.farAny && at-next < farRingLen {
+				for i := p.farEnd; i < at-d; i++ {
+					p.far[i&(farRingLen-1)] = 0
+				}
+			} else {
+				clear(p.far)
 			}
-		} else {
-			clear(p.far)
-		}
-		if !p.farAny || at-p.farEnd > Rate/50 {
 			p.rs.Reset()
+			p.farEnd = at - d
+		} else {
+			// A short gap: zeros, keeping the resampler's history.
+			for i := range at - next {
+				p.far[(p.farEnd+i)&(farRingLen-1)] = 0
+			}
+			p.farEnd += at - next
 		}
-		p.farEnd, p.farAny = at, true
+		p.farNext, p.farAny = float64(at), true
 	}
+	p.farNext += float64(len(samples)) * Rate / float64(rate)
 	out := p.rsBuf[:p.rs.Process(p.rsBuf, samples)]
 	for _, s := range out {
 		x := float32(s) / 32768
