@@ -38,6 +38,11 @@ const farActive = 33.0
 // suppressor's release still count as echo for EchoDominated.
 const farTail = 400
 
+// convergedReads: until the canceller has removed more than DoubleTalkDB
+// on this many reads, every read while the far end plays counts as echo
+// (half duplex for the first second or so of the first reply).
+const convergedReads = 25
+
 // onsetGuard (ms) is the stretch after the far end starts in which a mic
 // level explained by the learned echo path counts as echo.
 const onsetGuard = 300
@@ -65,6 +70,7 @@ type Source struct {
 	farHang          int     // samples the far end still counts as playing (echo tail, suppressor release)
 	farSince         int     // samples since the far end started playing after a pause
 	erl              float64 // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
+	echoReads        int     // reads the canceller has shown to be converged on (up to convergedReads)
 	dtRatio          float64 // linear energy ratio of DoubleTalkDB
 	delaySamples     atomic.Int64
 }
@@ -175,6 +181,13 @@ func (s *Source) Read(dst []int16) (int, error) {
 		s.farHang = max(s.farHang-n, 0)
 	}
 	echo := s.farHang > 0 && eMic > s.dtRatio*eOut
+	if echo && s.echoReads < convergedReads {
+		s.echoReads++
+	}
+	if s.farHang > 0 && s.echoReads < convergedReads {
+		// Not converged yet (first reply after start): half duplex.
+		echo = true
+	}
 	if echo && eFar > 0 {
 		// The canceller removed most of it: mostly echo. Learn the echo
 		// path's gain from it.

@@ -47,7 +47,7 @@ type duplexFlags struct {
 	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression string
 	replies, gapMS, vadMode, seed, tailMS                              int
 	bargeIn, vadCompare, ns                                            bool
-	ser, snr, farDB                                                    float64
+	ser, snr, farDB, dtDB                                              float64
 	rc                                                                 room.Config
 }
 
@@ -63,6 +63,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.ns, "ns", false, "turn on the canceller library's noise suppressor")
 	fs.StringVar(&f.suppression, "suppression", aec.DefaultSuppression, "webrtc residual echo suppression: low, moderate, high")
 	fs.IntVar(&f.tailMS, "tail-ms", 0, "speex filter length (default 128)")
+	fs.Float64Var(&f.dtDB, "double-talk-db", aec.DefaultDoubleTalkDB, "onset guard: reads with more echo removed than this hold no user speech")
 	fs.IntVar(&f.replies, "replies", 10, "how many replies (trials)")
 	fs.IntVar(&f.gapMS, "gap-ms", 1000, "silence between replies")
 	fs.BoolVar(&f.bargeIn, "barge-in", false, "the near end talks over every reply")
@@ -126,6 +127,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
 			AEC:     aec.Options{Kind: k, NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression},
+			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB},
 			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode}}, Seed: uint64(f.seed)}
 		if f.out != "" {
 			path := f.out

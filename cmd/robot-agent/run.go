@@ -239,6 +239,10 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	if err := a.openAudio(); err != nil {
 		return nil, err
 	}
+	aecSrc, err := a.setupEchoCanceller() // full duplex where built in (duplex.go)
+	if err != nil {
+		return nil, err
+	}
 	// The service watchdog pings only while the main loops run: the
 	// capture loop gets audio back from the mic, the playback loop hands
 	// periods to the speaker (both every few ms), the uplink beats each
@@ -287,7 +291,11 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	if err != nil {
 		return nil, err
 	}
-	a.pump.SetGate(a.halfDuplexGate()) // real speaker: no self-interruption (audio_halfduplex.go)
+	if aecSrc != nil {
+		a.pump.SetOnsetGuard(aecSrc) // full duplex: the canceller's residual echo starts no utterance
+	} else {
+		a.pump.SetGate(a.halfDuplexGate()) // no self-interruption (audio_halfduplex.go)
+	}
 	a.progress = newProgressReporter(a.player, a.client, log)
 	if err := a.setupRobot(); err != nil {
 		return nil, err
@@ -401,6 +409,11 @@ func (a *agent) openAudio() error {
 		mcfg.Script = demoScript(a.cfg.Sim)
 		mcfg.Loop = true
 	}
+	echo, err := simRoom(a.cfg) // the simulated speaker is heard by the simulated mic (duplex.go)
+	if err != nil {
+		return err
+	}
+	mcfg.Room = echo
 	mic, err := sim.NewMic(mcfg, a.clk)
 	if err != nil {
 		return err
@@ -410,12 +423,15 @@ func (a *agent) openAudio() error {
 			return fmt.Errorf("sim.speaker_wav %q: %w", a.cfg.Sim.SpeakerWAV, err)
 		}
 	}
-	spk, err := sim.NewSpeaker(sim.SpeakerConfig{WAVPath: a.cfg.Sim.SpeakerWAV, PeriodFrames: a.cfg.Playback.PeriodMS * 24}, a.clk)
+	spk, err := sim.NewSpeaker(sim.SpeakerConfig{WAVPath: a.cfg.Sim.SpeakerWAV, PeriodFrames: a.cfg.Playback.PeriodMS * 24, Room: echo}, a.clk)
 	if err != nil {
 		mic.Close()
 		return err
 	}
 	a.mic, a.speaker = mic, spk
+	if echo != nil {
+		a.speaker = newSimTapped(a, spk) // half-duplex gate unless an echo canceller takes over
+	}
 	a.closers = append(a.closers, mic.Close, spk.Close)
 	return nil
 }
