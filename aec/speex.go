@@ -32,8 +32,9 @@ import (
 const speexBuiltIn = true
 
 type speexAEC struct {
-	st *C.SpeexEchoState
-	pp *C.SpeexPreprocessState
+	st  *C.SpeexEchoState
+	pp  *C.SpeexPreprocessState
+	tmp []int16 // preallocated: a stack array passed to C would escape
 }
 
 func newSpeex(o Options) (Canceller, error) {
@@ -52,7 +53,7 @@ func newSpeex(o Options) (Canceller, error) {
 		C.speex_echo_state_destroy(st)
 		return nil, errors.New("aec: speex_preprocess_state_init failed")
 	}
-	return &speexAEC{st: st, pp: pp}, nil
+	return &speexAEC{st: st, pp: pp, tmp: make([]int16, FrameSamples)}, nil
 }
 
 func (s *speexAEC) Kind() string { return KindSpeex }
@@ -60,11 +61,11 @@ func (s *speexAEC) Kind() string { return KindSpeex }
 func (s *speexAEC) Process(out, near, far []int16) {
 	_, _ = near[FrameSamples-1], far[FrameSamples-1]
 	_ = out[FrameSamples-1]
-	var tmp [FrameSamples]int16
+	tmp := s.tmp
 	C.speex_echo_cancellation(s.st, (*C.spx_int16_t)(unsafe.Pointer(&near[0])), (*C.spx_int16_t)(unsafe.Pointer(&far[0])), (*C.spx_int16_t)(unsafe.Pointer(&tmp[0])))
 	// The preprocessor runs the residual-echo suppressor (and NS/AGC).
 	C.speex_preprocess_run(s.pp, (*C.spx_int16_t)(unsafe.Pointer(&tmp[0])))
-	copy(out, tmp[:])
+	copy(out, tmp)
 }
 
 func (s *speexAEC) Reset() { C.speex_echo_state_reset(s.st) }

@@ -223,7 +223,9 @@ func Run(s Scenario) (Result, error) {
 		return Result{}, err
 	}
 	defer pump.Close()
-	pump.SetOnsetGuard(asrc)
+	if canc.Kind() != aec.KindNone {
+		pump.SetOnsetGuard(asrc) // as the agent does with a canceller
+	}
 
 	runtime.LockOSThread()
 	c0 := threadCPU()

@@ -110,6 +110,14 @@ func duplexMode() string {
 	return "half duplex (no echo canceller built in: the mic is gated while the robot speaks; build with -tags webrtcapm or speexdsp for full duplex)"
 }
 
+// duplexShort is duplexMode for the one-line version string.
+func duplexShort() string {
+	if k := aec.Best(); k != aec.KindNone {
+		return "full-duplex (echo canceller " + k + ")"
+	}
+	return "half-duplex (no echo canceller built in)"
+}
+
 // simRoom returns the echo path for the simulated devices (nil: none).
 func simRoom(cfg config.Config) (*room.Path, error) {
 	d, err := loadDuplex(cfg, os.Getenv)

@@ -101,6 +101,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	if !slices.Contains(room.NoiseKinds, f.noise) {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --noise %q is not one of %v\n", f.noise, room.NoiseKinds)
+		return 2
+	}
 	if err := f.rc.Validate(); err != nil {
 		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", strings.ReplaceAll(err.Error(), "\n", "; "))
 		return 2

@@ -128,6 +128,9 @@ func loadRunConfig(f *runFlags, fs *flag.FlagSet, getenv func(string) string) (c
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
+	if _, err := loadDuplex(cfg, getenv); err != nil { // duplex.go
+		return cfg, err
+	}
 	if cfg.Gateway.URL == "" && !f.sim {
 		return cfg, fmt.Errorf("%w: gateway.url is empty; set it (or ROBOT_AGENT_GATEWAY_URL / --gateway-url), or use --sim for the embedded gateway", config.ErrInvalid)
 	}
@@ -226,9 +229,10 @@ type agent struct {
 
 func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (a *agent, err error) {
 	a = &agent{cfg: cfg, opts: opts, clk: clk, reg: reg, log: log}
+	self := a // the error returns below set a to nil
 	defer func() {
 		if err != nil {
-			a.close()
+			self.close()
 		}
 	}()
 	if cfg.Gateway.URL == "" {

@@ -32,5 +32,5 @@ func versionString() string {
 	if tags == "" {
 		tags = "none"
 	}
-	return fmt.Sprintf("robot-agent %s (%s/%s, %s, cgo=%s, tags=%s)\naudio: %s", version, runtime.GOOS, runtime.GOARCH, runtime.Version(), cgo, tags, duplexMode())
+	return fmt.Sprintf("robot-agent %s (%s/%s, %s, cgo=%s, tags=%s) %s", version, runtime.GOOS, runtime.GOARCH, runtime.Version(), cgo, tags, duplexShort())
 }
