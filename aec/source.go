@@ -40,8 +40,9 @@ const farTail = 400
 
 // convergedReads: until the canceller has removed more than DoubleTalkDB
 // on this many reads, every read while the far end plays counts as echo
-// (half duplex for the first second or so of the first reply).
-const convergedReads = 25
+// (half duplex for the first seconds of the first reply; 25 let the
+// first reply interrupt itself through the real PulseAudio echo path).
+const convergedReads = 100
 
 // onsetGuard (ms) is the stretch after the far end starts in which a mic
 // level explained by the learned echo path counts as echo.
