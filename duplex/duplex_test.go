@@ -96,3 +96,27 @@ func TestLabelsAndTrim(t *testing.T) {
 		t.Errorf("trim kept %d samples, want 4000", len(tr))
 	}
 }
+
+func TestMeasureEchoFindsRoomDelayAndGain(t *testing.T) {
+	p, _ := room.New(room.Config{DelayMS: 37, EchoGainDB: -8})
+	n, _ := room.NewNoise(room.NoisePink, 16000, 4)
+	buf := make([]float32, 16000)
+	n.Fill(buf)
+	played := make([]int16, 16000)
+	for i := range played {
+		played[i] = int16(buf[i] * 4000)
+	}
+	p.Play(0, played, 16000)
+	rec := make([]int16, 24000)
+	p.Capture(0, rec)
+	e, err := MeasureEcho(played, rec, 16000, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := e.Delay - 37*time.Millisecond; d < -time.Millisecond/8 || d > time.Millisecond/8 || math.Abs(e.GainDB+8) > 0.5 || e.Corr < 0.95 {
+		t.Errorf("measured %v, want delay 37 ms, gain -8 dB", e)
+	}
+	if _, err := MeasureEcho(make([]int16, 16000), rec, 16000, time.Second); err == nil {
+		t.Error("silent played signal accepted")
+	}
+}

@@ -44,11 +44,11 @@ Flags:
 `
 
 type duplexFlags struct {
-	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression string
-	replies, gapMS, vadMode, seed, tailMS                              int
-	bargeIn, vadCompare, ns                                            bool
-	ser, snr, farDB, dtDB                                              float64
-	rc                                                                 room.Config
+	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded string
+	replies, gapMS, vadMode, seed, tailMS                                                        int
+	bargeIn, vadCompare, ns                                                                      bool
+	ser, snr, farDB, dtDB                                                                        float64
+	rc                                                                                           room.Config
 }
 
 func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
@@ -83,6 +83,8 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.mode, "mode", capture.ModeVAD, "capture mode: vad or continuous")
 	fs.IntVar(&f.seed, "seed", 1, "seed for the room, noise and barge-in positions")
 	fs.BoolVar(&f.vadCompare, "vad-compare", false, "compare the VAD detectors on near end + noise instead")
+	fs.StringVar(&f.echoPlayed, "echo-played", "", "with --echo-recorded: measure a real echo path (make hil): the WAV played through the speaker")
+	fs.StringVar(&f.echoRecorded, "echo-recorded", "", "the WAV the mic recorded meanwhile; prints the delay and echo gain (ERL)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -94,6 +96,9 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	f.rc.IRWAV, f.rc.Seed = f.irWAV, uint64(f.seed)
+	if f.echoPlayed != "" || f.echoRecorded != "" {
+		return measureEcho(f.echoPlayed, f.echoRecorded, stdout, stderr)
+	}
 	kinds := strings.Split(f.aecKinds, ",")
 	for _, k := range kinds {
 		if !slices.Contains(aec.Kinds, k) {
@@ -299,4 +304,31 @@ func pct(v float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f %%", 100*v)
+}
+
+// measureEcho prints the echo path between two recordings (scripts/hil.sh).
+func measureEcho(played, recorded string, stdout, stderr io.Writer) int {
+	if played == "" || recorded == "" {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench: --echo-played and --echo-recorded go together")
+		return 2
+	}
+	var sig [2][]int16
+	for i, p := range []string{played, recorded} {
+		a, err := wav.ReadFile(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "robot-agent: duplex-bench: %q: %v\n", p, err)
+			return 2
+		}
+		sig[i] = duplex.ToMono(a, duplex.NearRate)
+	}
+	e, err := duplex.MeasureEcho(sig[0], sig[1], duplex.NearRate, time.Second)
+	if err != nil {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "echo path:", e)
+	if e.Corr < 0.3 {
+		fmt.Fprintln(stdout, "echo path: WARNING: low correlation: the speaker is barely heard at the mic, or the path is very non-linear (clipping?)")
+	}
+	return 0
 }
