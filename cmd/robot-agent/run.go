@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -127,6 +125,9 @@ func loadRunConfig(f *runFlags, fs *flag.FlagSet, getenv func(string) string) (c
 		}
 	})
 	if err := validateConfig(cfg, f.sim, getenv); err != nil {
+		return cfg, err
+	}
+	if _, err := loadDuplex(cfg, getenv); err != nil { // duplex.go
 		return cfg, err
 	}
 	// The token is optional: a gateway that asks for one and gets none
@@ -263,6 +264,10 @@ func (a *agent) build() (err error) {
 	if err != nil {
 		return err
 	}
+	aecSrc, err := a.setupEchoCanceller() // full duplex where built in (duplex.go)
+	if err != nil {
+		return err
+	}
 	// The service watchdog pings only while the main loops run: the
 	// capture loop gets audio back from the mic, the playback loop hands
 	// periods to the speaker (both every few ms), the uplink beats each
@@ -279,7 +284,7 @@ func (a *agent) build() (err error) {
 		return err
 	}
 	a.control = newControlHandler(log, reg)
-	bootID := newBootID()
+	bootID := uplink.NewBootID()
 	ucfg := uplink.Config{
 		URL: cfg.Gateway.URL, Token: cfg.Gateway.Token, DeviceID: cfg.Device.ID,
 		TLS: tlsCfg, AllowInsecureWS: cfg.Gateway.AllowInsecureWS,
@@ -288,7 +293,7 @@ func (a *agent) build() (err error) {
 		Hello: protocol.RobotHello{
 			Model: cfg.Device.Model, AgentVersion: version, FirmwareVersion: cfg.Device.FirmwareVersion,
 			BootID:       bootID,
-			Capabilities: capabilities(),
+			Capabilities: baseCapabilities(),
 			AudioUp:      protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: cfg.Audio.FrameMS},
 			AudioDown:    []protocol.AudioParams{{Format: "pcm16le", SampleRate: 24000, Channels: 1}},
 		},
@@ -299,7 +304,8 @@ func (a *agent) build() (err error) {
 	ucfg.Heartbeat = opts.svc.heartbeat("uplink", 20*time.Second)
 	// An interrupt also drops what the device itself has queued (real
 	// devices with a flushable queue; a no-op otherwise).
-	tts := withDeviceFlush(a.player, a.speaker)
+	tagger := newSessionTagger(withDeviceFlush(a.player, a.speaker))
+	var tts uplink.TTSSink = tagger
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
 	}
@@ -315,8 +321,14 @@ func (a *agent) build() (err error) {
 	if err != nil {
 		return err
 	}
-	a.pump.SetGate(a.halfDuplexGate()) // real speaker: no self-interruption (audio_halfduplex.go)
+	if aecSrc != nil {
+		a.pump.SetOnsetGuard(aecSrc) // full duplex: the canceller's residual echo starts no utterance
+	} else {
+		a.pump.SetGate(a.halfDuplexGate()) // no self-interruption (audio_halfduplex.go)
+	}
 	a.progress = newProgressReporter(a.player, a.client, log)
+	a.progress.sessions = tagger
+	a.client.AddObserver(tagger)
 	if err := a.setupRobot(); err != nil {
 		if exitCode(err) == exitInternal {
 			err = deviceFailure(err, "check the state section's pins and buses with 'robot-agent doctor' and the service user's gpio/i2c groups")
@@ -332,6 +344,7 @@ func (a *agent) build() (err error) {
 	if u, perr := url.Parse(ucfg.URL); perr == nil && u.Scheme == "ws" && !config.IsLoopback(u.Hostname()) {
 		log.Warn("gateway.allow_insecure_ws: plain ws:// to a non-loopback gateway; audio and the token cross the network unencrypted (development only)", "url", ucfg.URL)
 	}
+	a.client.SetCapabilities(a.capabilities())
 	if cfg.Metrics.Listen != "" {
 		if err := a.serveMetrics(cfg.Metrics.Listen); err != nil {
 			return err
@@ -374,15 +387,33 @@ func pow2(n int) int {
 	return p
 }
 
-func newBootID() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// baseCapabilities is what every agent does: mic up, TTS down (binary and
+// base64) with playback progress.
+func baseCapabilities() []string {
+	return []string{protocol.CapMicAudio, protocol.CapTTSAudio, protocol.CapTTSBase64, protocol.CapPlaybackProgress}
 }
 
-// capabilities lists what this build can do, for the hello message.
-func capabilities() []string {
-	return []string{"mic_audio", "tts_audio", "tts_base64", "playback_progress", "state", "function_call", "skill"}
+// capabilities lists, for the hello, every message class this agent really
+// sends or carries out with its configured parts (§6.1).
+func (a *agent) capabilities() []string {
+	caps := baseCapabilities()
+	if a.robot != nil {
+		caps = append(caps, protocol.CapState, protocol.CapFunctionCall, protocol.CapSkill)
+		if a.robot.ids != nil {
+			// The recogniser endpoint sends face_info and greet_signal;
+			// greeting replies play like any response.
+			caps = append(caps, protocol.CapFaceInfo, protocol.CapGreet)
+		}
+	}
+	if a.video != nil {
+		if a.video.cfg.H264.Enabled {
+			caps = append(caps, protocol.CapVideoH264)
+		}
+		if a.video.cfg.Image.IntervalMS > 0 {
+			caps = append(caps, protocol.CapVideoImage)
+		}
+	}
+	return caps
 }
 
 func (a *agent) startEmbeddedGateway() error {
@@ -442,6 +473,11 @@ func (a *agent) openAudio() error {
 		mcfg.Script = demoScript(a.cfg.Sim)
 		mcfg.Loop = true
 	}
+	echo, err := simRoom(a.cfg) // the simulated speaker is heard by the simulated mic (duplex.go)
+	if err != nil {
+		return err
+	}
+	mcfg.Room = echo
 	mic, err := sim.NewMic(mcfg, a.clk)
 	if err != nil {
 		return deviceFailure(err, "check sim.mic_wav / --mic-wav")
@@ -451,12 +487,15 @@ func (a *agent) openAudio() error {
 			return deviceFailure(fmt.Errorf("sim.speaker_wav %q: %w", a.cfg.Sim.SpeakerWAV, err), "choose a writable path with --speaker-wav")
 		}
 	}
-	spk, err := sim.NewSpeaker(sim.SpeakerConfig{WAVPath: a.cfg.Sim.SpeakerWAV, PeriodFrames: a.cfg.Playback.PeriodMS * 24}, a.clk)
+	spk, err := sim.NewSpeaker(sim.SpeakerConfig{WAVPath: a.cfg.Sim.SpeakerWAV, PeriodFrames: a.cfg.Playback.PeriodMS * 24, Room: echo}, a.clk)
 	if err != nil {
 		mic.Close()
 		return deviceFailure(err, "choose a writable path with --speaker-wav")
 	}
 	a.mic, a.speaker = mic, spk
+	if echo != nil {
+		a.speaker = newSimTapped(a, spk) // half-duplex gate unless an echo canceller takes over
+	}
 	a.closers = append(a.closers, mic.Close, spk.Close)
 	return nil
 }
