@@ -86,7 +86,9 @@ import (
 
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/jitter"
 	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/timestretch"
 )
 
 // Limits and defaults.
@@ -98,11 +100,44 @@ const (
 	maxFadeMS      = 50
 	maxPeriod      = sampleRate // 1 s
 
-	DefaultSlotSamples  = 480 // 20 ms
-	DefaultSlots        = 256 // ≈ 5 s of 20 ms slots
+	DefaultSlotSamples  = 480   // 20 ms
+	DefaultSlots        = 16384 // ≈ 327 s of 20 ms slots: a 5-minute reply fits whole
+	DefaultChunkSlots   = 64    // storage grows by 64 slots (1.28 s, 61 KiB) at a time
+	DefaultPreallocMS   = 10000 // storage allocated by New
 	DefaultPrebufferMS  = 60
 	DefaultFadeMS       = 4
 	DefaultPeriodFrames = 240 // 10 ms
+	DefaultMinDelayMS   = 20
+	DefaultMaxDelayMS   = 2000
+	DefaultStretchPct   = 5
+)
+
+// Policy is how the player reacts to jitter.
+type Policy uint8
+
+func (p Policy) String() string {
+	switch p {
+	case PolicyAdaptive:
+		return "adaptive"
+	case PolicyStall:
+		return "stall"
+	}
+	return fmt.Sprintf("Policy(%d)", uint8(p))
+}
+
+// Policies.
+const (
+	// PolicyAdaptive (default) keeps the buffer near a target delay
+	// estimated from arrival jitter (package jitter), converging to it by
+	// pitch-preserving time-stretching (package timestretch); an underrun
+	// is concealed with a fade and playback resumes as soon as the target
+	// (at most PrebufferMS) is buffered again, the extra delay being
+	// removed afterwards by accelerating.
+	PolicyAdaptive Policy = iota
+	// PolicyStall is the original stall-and-rebuffer player: it waits for
+	// PrebufferMS at the start and after every underrun and never
+	// stretches, so every underrun adds delay for the rest of the response.
+	PolicyStall
 )
 
 // Errors.
@@ -138,6 +173,24 @@ type Config struct {
 	// PeriodFrames is how many frames Run writes per sink.Write when the
 	// sink does not implement hw.Periodic (default 240 = 10 ms).
 	PeriodFrames int
+
+	// Policy selects adaptive playout (default) or stall-and-rebuffer.
+	Policy Policy
+	// ChunkSlots is how many slots of storage the ring allocates at a time
+	// when it grows (power of two, default 64); PreallocMS how much audio
+	// storage New allocates (default 10 s). The ring never holds more than
+	// Slots*SlotSamples samples (the cap).
+	ChunkSlots int
+	PreallocMS int
+	// MinDelayMS and MaxDelayMS bound the adaptive target delay (defaults
+	// 20 and 2000 ms).
+	MinDelayMS, MaxDelayMS int
+	// StretchPct is the most the adaptive player speeds up or slows down
+	// playback, in percent of real time (default 5; negative: never
+	// stretch, the adaptive start/resume and concealment stay).
+	StretchPct int
+	// Jitter tunes the delay estimator (zero fields: jitter defaults).
+	Jitter jitter.Config
 }
 
 // withDefaults returns c with zero fields replaced by defaults.
@@ -156,6 +209,21 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PeriodFrames == 0 {
 		c.PeriodFrames = DefaultPeriodFrames
+	}
+	if c.ChunkSlots == 0 {
+		c.ChunkSlots = min(DefaultChunkSlots, c.Slots)
+	}
+	if c.PreallocMS == 0 {
+		c.PreallocMS = DefaultPreallocMS
+	}
+	if c.MinDelayMS == 0 {
+		c.MinDelayMS = DefaultMinDelayMS
+	}
+	if c.MaxDelayMS == 0 {
+		c.MaxDelayMS = DefaultMaxDelayMS
+	}
+	if c.StretchPct == 0 {
+		c.StretchPct = DefaultStretchPct
 	}
 	return c
 }
@@ -181,6 +249,19 @@ func (c Config) Validate() error {
 		return bad("FadeMS=%d out of range [0, %d]", c.FadeMS, maxFadeMS)
 	case c.PeriodFrames < 1 || c.PeriodFrames > maxPeriod:
 		return bad("PeriodFrames=%d out of range [1, %d]", c.PeriodFrames, maxPeriod)
+	case c.Policy > PolicyStall:
+		return bad("Policy=%d unknown", c.Policy)
+	case c.ChunkSlots < 1 || c.ChunkSlots > c.Slots || c.ChunkSlots&(c.ChunkSlots-1) != 0:
+		return bad("ChunkSlots=%d must be a power of two in [1, Slots=%d]", c.ChunkSlots, c.Slots)
+	case c.PreallocMS < 0:
+		return bad("PreallocMS=%d is negative", c.PreallocMS)
+	case c.MinDelayMS < 0 || c.MaxDelayMS < c.MinDelayMS || c.MaxDelayMS > 60000:
+		return bad("MinDelayMS=%d MaxDelayMS=%d must satisfy 0 <= MinDelayMS <= MaxDelayMS <= 60000", c.MinDelayMS, c.MaxDelayMS)
+	case c.StretchPct > 25:
+		return bad("StretchPct=%d out of range [1, 25] (negative disables stretching)", c.StretchPct)
+	}
+	if err := c.Jitter.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }
@@ -222,6 +303,23 @@ type Player struct {
 
 	// producer-private
 	overflowing bool
+	dm          *jitter.Manager
+	pKey        uint64 // response the producer is pushing
+	pPos        int64  // samples of pKey pushed so far
+	truncated   uint64 // last response that overflowed (rest dropped)
+
+	// producer-written, any goroutine reads
+	lostKey        atomic.Uint64 // response that lost samples to overflow
+	lostN          atomic.Int64  // samples lost by lostKey
+	lostTotal      atomic.Int64  // samples lost, ever
+	peak           atomic.Int64  // deepest the buffer has been, samples
+	chunkEMA       atomic.Int64  // typical pushed chunk, samples
+	stretchedTotal atomic.Int64
+	playedTotal    atomic.Int64
+	concealedTotal atomic.Int64
+	underrunTotal  atomic.Int64
+
+	ad adaptive // consumer-private adaptive state
 
 	// consumer-private
 	seenGen   uint32
@@ -244,7 +342,8 @@ type Player struct {
 
 	m struct {
 		underruns, concealed, flushes, stale, overflow, played, bad, eventsDropped *metrics.Counter
-		depth                                                                      *metrics.Gauge
+		accelerated, decelerated, truncated                                        *metrics.Counter
+		depth, peak, target                                                        *metrics.Gauge
 	}
 }
 
@@ -264,7 +363,15 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (
 		log = slog.New(slog.DiscardHandler)
 	}
 	cfg = cfg.withDefaults()
-	ring, err := NewRing(cfg.Slots, cfg.SlotSamples)
+	ring, err := NewGrowableRing(cfg.Slots, cfg.SlotSamples, cfg.ChunkSlots, cfg.PreallocMS*samplesPerMS/cfg.SlotSamples)
+	if err != nil {
+		return nil, err
+	}
+	dm, err := jitter.New(cfg.Jitter)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	st, err := timestretch.New(timestretch.Config{SampleRate: sampleRate})
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +382,9 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (
 		ring:      ring,
 		prebuffer: int64(cfg.PrebufferMS * samplesPerMS),
 		fadeLen:   int32(max(1, cfg.FadeMS*samplesPerMS)),
+		dm:        dm,
 	}
+	p.ad.init(cfg, st)
 	p.m.underruns = reg.Counter("robot_agent_playback_underruns_total", "Playback underruns in the middle of a response.")
 	p.m.concealed = reg.Counter("robot_agent_playback_concealed_samples_total", "Samples of fade and silence output in place of missing audio during underruns.")
 	p.m.flushes = reg.Counter("robot_agent_playback_flushes_total", "Interrupts (barge-ins) that flushed buffered audio.")
@@ -285,6 +394,11 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (
 	p.m.bad = reg.Counter("robot_agent_playback_bad_chunks_total", "TTS chunks rejected as malformed (response id 0, odd byte length).")
 	p.m.eventsDropped = reg.Counter("robot_agent_playback_events_dropped_total", "Playback completion events dropped because DrainEvents fell behind.")
 	p.m.depth = reg.Gauge("robot_agent_playback_depth_samples", "TTS samples buffered and not yet played.")
+	p.m.peak = reg.Gauge("robot_agent_playback_peak_depth_samples", "Deepest the TTS buffer has been, in samples.")
+	p.m.target = reg.Gauge("robot_agent_playback_target_delay_samples", "Adaptive playout target delay, in samples.")
+	p.m.accelerated = reg.Counter("robot_agent_playback_accelerated_samples_total", "Samples removed by pitch-preserving time compression.")
+	p.m.decelerated = reg.Counter("robot_agent_playback_decelerated_samples_total", "Samples inserted by pitch-preserving time expansion.")
+	p.m.truncated = reg.Counter("robot_agent_playback_truncated_responses_total", "Responses cut short because the buffer cap was reached (overflow).")
 	p.gain = p.fadeLen
 	log.Debug("playback: player ready", "slot_samples", cfg.SlotSamples, "slots", cfg.Slots,
 		"prebuffer_ms", cfg.PrebufferMS, "fade_ms", cfg.FadeMS)
@@ -337,14 +451,33 @@ func (p *Player) PushPCM(responseID uint32, pcmLE []byte) error {
 	}
 	now := p.clk.Mono()
 	total := len(pcmLE) / 2
+	if key != p.pKey {
+		p.pKey, p.pPos = key, 0
+		p.dm.Reset()
+	}
+	if key == p.truncated {
+		// The response already overflowed: the rest of it is dropped too,
+		// so what plays is a prefix and samples_played stays meaningful.
+		p.lose(key, int64(total))
+		return ErrFull
+	}
+	p.dm.Arrive(now, p.pPos)
+	p.pPos += int64(total)
+	if c := p.chunkEMA.Load(); c == 0 {
+		p.chunkEMA.Store(int64(total))
+	} else {
+		p.chunkEMA.Store(c + (int64(total)-c)/8)
+	}
 	for done := 0; done < total; {
 		s := p.ring.Reserve()
 		if s == nil {
-			p.m.overflow.Add(int64(total - done))
+			p.truncated = key
+			p.m.truncated.Inc()
+			p.lose(key, int64(total-done))
 			if !p.overflowing {
 				p.overflowing = true
-				p.log.Warn("playback: buffer full, dropping TTS audio", "response_id", responseID,
-					"dropped_samples", total-done)
+				p.log.Warn("playback: buffer full, dropping the rest of the response", "response_id", responseID,
+					"dropped_samples", total-done, "cap_samples", p.ring.Cap()*p.ring.SlotSamples())
 			}
 			return ErrFull
 		}
@@ -356,12 +489,55 @@ func (p *Player) PushPCM(responseID uint32, pcmLE []byte) error {
 		}
 		s.N, s.Resp, s.Gen, s.Pushed = n, key, gen, now
 		p.ring.Commit()
-		p.depth.Add(int64(n))
+		d := p.depth.Add(int64(n))
 		p.m.depth.Add(int64(n))
+		if d > p.peak.Load() {
+			p.peak.Store(d)
+			p.m.peak.Set(d)
+		}
 		done += n
 	}
 	p.overflowing = false
 	return nil
+}
+
+// lose counts n samples of response key dropped by overflow. Producer only.
+func (p *Player) lose(key uint64, n int64) {
+	p.m.overflow.Add(n)
+	p.lostTotal.Add(n)
+	if p.lostKey.Load() != key {
+		p.lostN.Store(0)
+		p.lostKey.Store(key)
+	}
+	p.lostN.Add(n)
+}
+
+// PeakDepth returns the deepest the buffer has been since New, in samples.
+// Any goroutine.
+func (p *Player) PeakDepth() int64 { return p.peak.Load() }
+
+// LostSamples returns how many samples were dropped because the buffer cap
+// was reached (overflow), since New. Any goroutine.
+func (p *Player) LostSamples() int64 { return p.lostTotal.Load() }
+
+// CapacitySamples is the buffer cap: the most audio the player holds.
+func (p *Player) CapacitySamples() int { return p.ring.Cap() * p.ring.SlotSamples() }
+
+// Stats are cumulative playout counters (for replay tools and summaries).
+type Stats struct {
+	Played, Concealed, Stretched, Lost, Peak int64
+	Underruns                                int64
+	AllocatedSamples                         int64 // ring storage in samples
+}
+
+// Stats returns the cumulative counters. Any goroutine.
+func (p *Player) Stats() Stats {
+	return Stats{
+		Played: p.playedTotal.Load(), Concealed: p.concealedTotal.Load(),
+		Stretched: p.stretchedTotal.Load(), Lost: p.lostTotal.Load(), Peak: p.peak.Load(),
+		Underruns:        p.underrunTotal.Load(),
+		AllocatedSamples: int64(p.ring.AllocatedSlots() * p.ring.SlotSamples()),
+	}
 }
 
 // EndResponse records that the last chunk of responseID has been pushed:
@@ -501,6 +677,16 @@ func (p *Player) Fill(dst []int16) {
 	}
 	p.now = p.clk.Mono()
 	p.fillPlay, p.fillConc, p.fillTaken = 0, 0, 0
+	if p.cfg.Policy == PolicyAdaptive {
+		p.fillAdaptive(dst)
+	} else {
+		p.fillStall(dst)
+	}
+	p.flushFill()
+}
+
+// fillStall is Fill for PolicyStall (and the shared state machine).
+func (p *Player) fillStall(dst []int16) {
 	for i := 0; i < len(dst); {
 		if g := p.gen.Load(); g != p.seenGen {
 			p.onInterrupt(g)
@@ -546,6 +732,7 @@ func (p *Player) Fill(dst []int16) {
 				p.finish(EventDone)
 			case s == nil:
 				p.m.underruns.Inc()
+				p.underrunTotal.Add(1)
 				p.underrun = true
 				p.state = stPrebuffer
 			case s.Resp != p.cur:
@@ -555,15 +742,21 @@ func (p *Player) Fill(dst []int16) {
 			}
 		}
 	}
+}
+
+// flushFill publishes the per-Fill counters.
+func (p *Player) flushFill() {
 	if p.fillTaken != 0 {
 		p.depth.Add(-p.fillTaken)
 		p.m.depth.Add(-p.fillTaken)
 	}
 	if p.fillPlay != 0 {
 		p.m.played.Add(p.fillPlay)
+		p.playedTotal.Add(p.fillPlay)
 	}
 	if p.fillConc != 0 {
 		p.m.concealed.Add(p.fillConc)
+		p.concealedTotal.Add(p.fillConc)
 	}
 	p.prog.Store(uint64(uint32(p.cur))<<32 | uint64(uint32(min(p.played, 1<<32-1))))
 }
@@ -576,14 +769,23 @@ func (p *Player) onInterrupt(g uint32) {
 		return
 	}
 	played := p.played
+	adaptive := p.cfg.Policy == PolicyAdaptive
 	if p.state == stPlaying && p.gain > 1 {
 		p.fading, p.rampUp = true, false
-		if s := p.ring.Front(); s != nil && s.Resp == p.cur && p.off < s.N {
+		if adaptive {
+			if n := p.ad.len(); n > 0 {
+				p.ad.fromStage = true
+				played += int64(min(int(p.gain)-1, n))
+			}
+		} else if s := p.ring.Front(); s != nil && s.Resp == p.cur && p.off < s.N {
 			p.fadeSrc = s
 			// The fade emits gain-1 samples; that many real ones if the
 			// slot has them. Count them now so the event is exact.
 			played += int64(min(int(p.gain)-1, s.N-p.off))
 		}
+	}
+	if adaptive && !p.ad.fromStage {
+		p.ad.clear()
 	}
 	p.emit(EventInterrupted, p.cur, played)
 	p.cur, p.played, p.state, p.underrun = 0, 0, stIdle, false
@@ -704,7 +906,12 @@ func (p *Player) fadeOut(dst []int16) int {
 			break
 		}
 		v := p.lastRaw
-		if s := p.fadeSrc; s != nil && p.off < s.N {
+		if a := &p.ad; a.fromStage && a.rd < a.wr {
+			v = a.buf[a.rd]
+			a.rd++
+			p.fillPlay++
+			p.lastRaw = v
+		} else if s := p.fadeSrc; s != nil && p.off < s.N {
 			if p.off == 0 {
 				p.latency.record(p.now - s.Pushed)
 			}
@@ -722,6 +929,9 @@ func (p *Player) fadeOut(dst []int16) int {
 	}
 	if p.gain == 0 {
 		p.fading, p.fadeSrc = false, nil
+		if p.ad.fromStage {
+			p.ad.clear()
+		}
 	}
 	return n
 }
@@ -729,7 +939,11 @@ func (p *Player) fadeOut(dst []int16) int {
 // emit queues a completion event, counting it if the queue is full.
 func (p *Player) emit(kind EventKind, key uint64, played int64) {
 	p.reported = max(p.reported, key)
-	if !p.events.push(Event{Kind: kind, ResponseID: uint32(key), SamplesPlayed: played, At: p.now}) {
+	e := Event{Kind: kind, ResponseID: uint32(key), SamplesPlayed: played, At: p.now}
+	if p.lostKey.Load() == key {
+		e.SamplesLost = p.lostN.Load()
+	}
+	if !p.events.push(e) {
 		p.m.eventsDropped.Inc()
 	}
 }
