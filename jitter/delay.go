@@ -35,7 +35,7 @@ var ErrConfig = errors.New("jitter: invalid config")
 const (
 	DefaultBucketMS     = 5
 	DefaultRangeMS      = 3000
-	DefaultQuantile     = 0.97
+	DefaultQuantile     = 0.99
 	DefaultForgetFactor = 0.9993 // per observation: ~28 s memory at 50 chunks/s
 	DefaultWindowMS     = 2000
 )

@@ -30,25 +30,27 @@ import (
 // buffered again, and the delay the underrun added is then taken out by
 // accelerating.
 type adaptive struct {
-	st        *timestretch.Stretcher
-	buf       []int16 // stage storage
-	rd, wr    int     // stage holds buf[rd:wr]
-	need      int     // samples one stretch operation looks at
-	credit    int64   // source samples to add to played once rd passes creditAt
-	creditAt  int
-	level     float64 // smoothed buffer level, samples
-	target    int64   // samples
-	sinceOp   int64   // output samples since the last stretch operation
-	spacing   int64   // output samples per stretched sample (100/StretchPct)
-	minD      int64
-	maxD      int64
-	fromStage bool // an interrupt fade takes its samples from the stage
-	off       bool // StretchPct < 0: never stretch
+	st          *timestretch.Stretcher
+	buf         []int16 // stage storage
+	rd, wr      int     // stage holds buf[rd:wr]
+	need        int     // samples one stretch operation looks at
+	credit      int64   // source samples to add to played once rd passes creditAt
+	creditAt    int
+	level       float64 // smoothed buffer level, samples
+	target      int64   // samples
+	sinceOp     int64   // output samples since the last stretch operation
+	spacing     int64   // output samples per stretched sample (100/StretchPct)
+	fastSpacing int64   // the same for CatchUpPct
+	minD        int64
+	maxD        int64
+	fromStage   bool // an interrupt fade takes its samples from the stage
+	off         bool // StretchPct < 0: never stretch
 }
 
 const (
-	stretchHyst  = 10 * samplesPerMS // samples either side of the target
-	targetMargin = 5 * samplesPerMS
+	stretchHyst   = 10 * samplesPerMS // samples either side of the target
+	catchUpExcess = 40 * samplesPerMS // above target+this, accelerate at CatchUpPct
+	targetMargin  = 5 * samplesPerMS
 )
 
 func (a *adaptive) init(cfg Config, st *timestretch.Stretcher) {
@@ -56,6 +58,7 @@ func (a *adaptive) init(cfg Config, st *timestretch.Stretcher) {
 	a.need = st.Need()
 	a.buf = make([]int16, 3*a.need+st.MaxLag())
 	a.spacing = int64(100 / max(cfg.StretchPct, 1))
+	a.fastSpacing = int64(100 / max(cfg.CatchUpPct, cfg.StretchPct, 1))
 	a.off = cfg.StretchPct < 0
 	a.minD = int64(cfg.MinDelayMS * samplesPerMS)
 	a.maxD = int64(cfg.MaxDelayMS * samplesPerMS)
@@ -208,10 +211,17 @@ func (p *Player) readyAdaptive() bool {
 // is off target and the rate limit allows.
 func (p *Player) maybeStretch(ended bool) {
 	a := &p.ad
-	if a.off || a.len() < a.need || a.credit != 0 || a.sinceOp < int64(a.st.MaxLag())*a.spacing {
+	if a.off || a.len() < a.need || a.credit != 0 {
 		return
 	}
 	lvl := int64(a.level)
+	spacing := a.spacing
+	if lvl > a.target+catchUpExcess {
+		spacing = a.fastSpacing // well above target: catch up faster
+	}
+	if a.sinceOp < int64(a.st.MaxLag())*spacing {
+		return
+	}
 	switch {
 	case lvl > a.target+stretchHyst && !ended && lvl < 2*a.maxD && p.dm.Ahead() < 100*time.Millisecond:
 		L, ok := a.st.Accelerate(a.buf[a.rd:a.wr])
@@ -266,6 +276,7 @@ func (p *Player) playStage(dst []int16) int {
 	p.fillPlay += int64(n)
 	if a.credit != 0 && a.rd >= a.creditAt {
 		p.played += a.credit
+		p.fillSrc += a.credit
 		a.credit = 0
 	}
 	return n

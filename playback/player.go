@@ -110,6 +110,7 @@ const (
 	DefaultMinDelayMS   = 20
 	DefaultMaxDelayMS   = 2000
 	DefaultStretchPct   = 5
+	DefaultCatchUpPct   = 20
 )
 
 // Policy is how the player reacts to jitter.
@@ -189,6 +190,9 @@ type Config struct {
 	// playback, in percent of real time (default 5; negative: never
 	// stretch, the adaptive start/resume and concealment stay).
 	StretchPct int
+	// CatchUpPct is the speed-up used while the buffer is more than 40 ms
+	// above target (after an underrun or a burst), default 20.
+	CatchUpPct int
 	// Jitter tunes the delay estimator (zero fields: jitter defaults).
 	Jitter jitter.Config
 }
@@ -225,6 +229,9 @@ func (c Config) withDefaults() Config {
 	if c.StretchPct == 0 {
 		c.StretchPct = DefaultStretchPct
 	}
+	if c.CatchUpPct == 0 {
+		c.CatchUpPct = DefaultCatchUpPct
+	}
 	return c
 }
 
@@ -257,6 +264,8 @@ func (c Config) Validate() error {
 		return bad("PreallocMS=%d is negative", c.PreallocMS)
 	case c.MinDelayMS < 0 || c.MaxDelayMS < c.MinDelayMS || c.MaxDelayMS > 60000:
 		return bad("MinDelayMS=%d MaxDelayMS=%d must satisfy 0 <= MinDelayMS <= MaxDelayMS <= 60000", c.MinDelayMS, c.MaxDelayMS)
+	case c.CatchUpPct < 1 || c.CatchUpPct > 50:
+		return bad("CatchUpPct=%d out of range [1, 50]", c.CatchUpPct)
 	case c.StretchPct > 25:
 		return bad("StretchPct=%d out of range [1, 25] (negative disables stretching)", c.StretchPct)
 	}
@@ -316,6 +325,7 @@ type Player struct {
 	chunkEMA       atomic.Int64  // typical pushed chunk, samples
 	stretchedTotal atomic.Int64
 	playedTotal    atomic.Int64
+	sourceTotal    atomic.Int64
 	concealedTotal atomic.Int64
 	underrunTotal  atomic.Int64
 
@@ -336,6 +346,7 @@ type Player struct {
 	fadeSrc   *Slot // slot supplying real samples to an interrupt fade
 	lastRaw   int16 // last source sample (held by fades)
 	now       time.Duration
+	fillSrc   int64 // time-stretch credits applied this Fill (source samples)
 	fillPlay  int64 // per-Fill counters, flushed to metrics once per Fill
 	fillConc  int64
 	fillTaken int64
@@ -525,15 +536,20 @@ func (p *Player) CapacitySamples() int { return p.ring.Cap() * p.ring.SlotSample
 
 // Stats are cumulative playout counters (for replay tools and summaries).
 type Stats struct {
-	Played, Concealed, Stretched, Lost, Peak int64
-	Underruns                                int64
-	AllocatedSamples                         int64 // ring storage in samples
+	// Played counts samples handed to the device (not concealment);
+	// Source the source samples they stand for (time-stretching removes
+	// or inserts some); Concealed the fade and silence samples output in
+	// underruns; Stretched the samples removed or inserted; Lost the
+	// samples dropped by overflow; Peak the deepest buffer.
+	Played, Source, Concealed, Stretched, Lost, Peak int64
+	Underruns                                        int64
+	AllocatedSamples                                 int64 // ring storage in samples
 }
 
 // Stats returns the cumulative counters. Any goroutine.
 func (p *Player) Stats() Stats {
 	return Stats{
-		Played: p.playedTotal.Load(), Concealed: p.concealedTotal.Load(),
+		Played: p.playedTotal.Load(), Source: p.sourceTotal.Load(), Concealed: p.concealedTotal.Load(),
 		Stretched: p.stretchedTotal.Load(), Lost: p.lostTotal.Load(), Peak: p.peak.Load(),
 		Underruns:        p.underrunTotal.Load(),
 		AllocatedSamples: int64(p.ring.AllocatedSlots() * p.ring.SlotSamples()),
@@ -676,7 +692,7 @@ func (p *Player) Fill(dst []int16) {
 		return
 	}
 	p.now = p.clk.Mono()
-	p.fillPlay, p.fillConc, p.fillTaken = 0, 0, 0
+	p.fillPlay, p.fillConc, p.fillTaken, p.fillSrc = 0, 0, 0, 0
 	if p.cfg.Policy == PolicyAdaptive {
 		p.fillAdaptive(dst)
 	} else {
@@ -753,6 +769,9 @@ func (p *Player) flushFill() {
 	if p.fillPlay != 0 {
 		p.m.played.Add(p.fillPlay)
 		p.playedTotal.Add(p.fillPlay)
+	}
+	if p.fillPlay+p.fillSrc != 0 {
+		p.sourceTotal.Add(p.fillPlay + p.fillSrc)
 	}
 	if p.fillConc != 0 {
 		p.m.concealed.Add(p.fillConc)

@@ -66,7 +66,7 @@ type Ring struct {
 	mask        uint64
 	slotSamples int
 	chunkSlots  int
-	allocated   atomic.Int64 // slots with storage
+	allocated   atomic.Int64 // slots with storage (ever allocated)
 
 	_    cacheLinePad
 	tail atomic.Uint64 // next slot to publish; stored by the producer only
@@ -77,6 +77,9 @@ type Ring struct {
 	// producer-private
 	ptail      uint64
 	cachedHead uint64
+	reclaim    uint64    // counter of the oldest chunk that may still hold storage
+	free       [][]int16 // storage of chunks the consumer is done with
+	chunks     [][]int16 // storage of each chunk, nil if none
 	_          cacheLinePad
 
 	// consumer-private
@@ -115,6 +118,8 @@ func NewGrowableRing(slots, slotSamples, chunkSlots, prealloc int) (*Ring, error
 		slotSamples: slotSamples,
 		chunkSlots:  chunkSlots,
 	}
+	r.free = make([][]int16, 0, slots/chunkSlots)
+	r.chunks = make([][]int16, slots/chunkSlots)
 	for i := 0; i < min(max(prealloc, 0), slots); i += chunkSlots {
 		r.grow(i)
 	}
@@ -127,13 +132,39 @@ const maxRingSlots = 1 << 20
 // grow gives the chunk holding slot i its sample storage. Producer only
 // (or the constructor): the consumer reads buf only after the tail.Store
 // that publishes the slot, which follows this write.
+//
+// Storage follows the depth, not the position: before allocating, the
+// producer takes back the storage of every chunk the consumer has wholly
+// released (all its slots are behind head, which the producer observed
+// with an atomic load, so the consumer no longer reads them) and reuses it.
+// The ring therefore holds as much storage as the deepest it has been,
+// rounded up to chunks, however long it runs.
 func (r *Ring) grow(i int) {
 	c := i &^ (r.chunkSlots - 1)
-	storage := make([]int16, r.chunkSlots*r.slotSamples)
+	cs := uint64(r.chunkSlots)
+	for r.reclaim+cs <= r.cachedHead {
+		k := int(r.reclaim & r.mask)
+		if b := r.chunks[k/r.chunkSlots]; b != nil {
+			r.free = append(r.free, b)
+			r.chunks[k/r.chunkSlots] = nil
+			for j := range r.chunkSlots {
+				r.slots[k+j].buf = nil
+			}
+		}
+		r.reclaim += cs
+	}
+	var storage []int16
+	if n := len(r.free); n > 0 {
+		storage = r.free[n-1]
+		r.free = r.free[:n-1]
+	} else {
+		storage = make([]int16, r.chunkSlots*r.slotSamples)
+		r.allocated.Add(int64(r.chunkSlots))
+	}
+	r.chunks[c/r.chunkSlots] = storage
 	for j := range r.chunkSlots {
 		r.slots[c+j].buf = storage[j*r.slotSamples : (j+1)*r.slotSamples : (j+1)*r.slotSamples]
 	}
-	r.allocated.Add(int64(r.chunkSlots))
 }
 
 // AllocatedSlots returns how many slots have sample storage (the memory the
@@ -166,6 +197,7 @@ func (r *Ring) Reserve() *Slot {
 	}
 	s := &r.slots[r.ptail&r.mask]
 	if s.buf == nil {
+		r.cachedHead = r.head.Load()
 		r.grow(int(r.ptail & r.mask))
 	}
 	return s
