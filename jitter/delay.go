@@ -35,7 +35,7 @@ var ErrConfig = errors.New("jitter: invalid config")
 const (
 	DefaultBucketMS     = 5
 	DefaultRangeMS      = 3000
-	DefaultQuantile     = 0.99
+	DefaultQuantile     = 0.985
 	DefaultForgetFactor = 0.9993 // per observation: ~28 s memory at 50 chunks/s
 	DefaultWindowMS     = 2000
 )
@@ -46,7 +46,7 @@ type Config struct {
 	// BucketMS is the histogram resolution (default 5 ms); RangeMS its
 	// extent (default 3000 ms; later arrivals count in the last bucket).
 	BucketMS, RangeMS int
-	// Quantile of relative delay the target covers (default 0.97).
+	// Quantile of relative delay the target covers (default 0.985).
 	Quantile float64
 	// ForgetFactor is how much of the histogram's mass survives each new
 	// observation (default 0.9993).
@@ -142,10 +142,11 @@ func (m *Manager) Arrive(now time.Duration, pos int64) time.Duration {
 		ref = min(ref, a.value)
 		oldest = a.value
 	}
-	// How much the stream gained on real time over the window: > 0 when
-	// it arrives faster than it plays (a gateway running ahead, or the
-	// catch-up burst after a stall).
-	m.ahead.Store(int64(oldest - v))
+	// How far the stream's fastest arrival moved ahead of real time over
+	// the window: > 0 when it arrives faster than it plays (a gateway
+	// running ahead). The catch-up burst after a stall does not count: it
+	// only returns to the earlier fastest arrival.
+	m.ahead.Store(int64(oldest - ref))
 	m.win[m.wn%windowLen] = arrival{at: now, value: v}
 	m.wn++
 	rel := v - ref

@@ -48,9 +48,9 @@ type adaptive struct {
 }
 
 const (
-	stretchHyst   = 10 * samplesPerMS // samples either side of the target
-	catchUpExcess = 40 * samplesPerMS // above target+this, accelerate at CatchUpPct
-	targetMargin  = 5 * samplesPerMS
+	stretchHyst   = 5 * samplesPerMS  // samples either side of the target
+	catchUpExcess = 30 * samplesPerMS // this far above target+hysteresis, accelerate at CatchUpPct
+	targetMargin  = 0
 )
 
 func (a *adaptive) init(cfg Config, st *timestretch.Stretcher) {
@@ -215,9 +215,12 @@ func (p *Player) maybeStretch(ended bool) {
 		return
 	}
 	lvl := int64(a.level)
+	// The further above target, the faster the catch-up: StretchPct at the
+	// hysteresis edge rising linearly to CatchUpPct at catchUpExcess.
 	spacing := a.spacing
-	if lvl > a.target+catchUpExcess {
-		spacing = a.fastSpacing // well above target: catch up faster
+	if ex := lvl - a.target - stretchHyst; ex > 0 {
+		f := min(1, float64(ex)/catchUpExcess)
+		spacing = int64(float64(a.spacing) + f*float64(a.fastSpacing-a.spacing))
 	}
 	if a.sinceOp < int64(a.st.MaxLag())*spacing {
 		return

@@ -110,7 +110,7 @@ const (
 	DefaultMinDelayMS   = 20
 	DefaultMaxDelayMS   = 2000
 	DefaultStretchPct   = 5
-	DefaultCatchUpPct   = 20
+	DefaultCatchUpPct   = 40
 )
 
 // Policy is how the player reacts to jitter.
@@ -191,7 +191,7 @@ type Config struct {
 	// stretch, the adaptive start/resume and concealment stay).
 	StretchPct int
 	// CatchUpPct is the speed-up used while the buffer is more than 40 ms
-	// above target (after an underrun or a burst), default 20.
+	// above target (after an underrun or a burst), default 40.
 	CatchUpPct int
 	// Jitter tunes the delay estimator (zero fields: jitter defaults).
 	Jitter jitter.Config

@@ -134,7 +134,7 @@ func TestConfigValidate(t *testing.T) {
 	}
 	p, _, _ := newTestPlayer(t, Config{})
 	want := Config{SlotSamples: 480, Slots: 16384, PrebufferMS: 60, FadeMS: 4, PeriodFrames: 240,
-		ChunkSlots: 64, PreallocMS: 10000, MinDelayMS: 20, MaxDelayMS: 2000, StretchPct: 5, CatchUpPct: 20}
+		ChunkSlots: 64, PreallocMS: 10000, MinDelayMS: 20, MaxDelayMS: 2000, StretchPct: 5, CatchUpPct: 40}
 	if p.Config() != want {
 		t.Errorf("defaults = %+v, want %+v", p.Config(), want)
 	}
