@@ -275,7 +275,9 @@ func TestUnderrunConcealment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, _, reg := newTestPlayer(t, Config{})
+			// Stall policy: it resumes only at PrebufferMS (the adaptive
+			// resume is tested in adaptive_test.go).
+			p, _, reg := newTestPlayer(t, Config{Policy: PolicyStall})
 			mustPush(t, p, 1, tt.a)
 			var out []int16
 			for range 6 {

@@ -31,6 +31,7 @@ Usage:
   robot-agent gateway [flags]    run the embedded development gateway
   robot-agent devices            list audio devices and cameras with their modes
   robot-agent doctor [flags]     check devices, permissions, gateway and config
+  robot-agent jitter-replay TRACE...  replay TTS arrival traces through the jitter buffer
   robot-agent version            print version and build information
 
 Quick start (simulated mic and speaker against an embedded gateway):
@@ -51,6 +52,8 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return cmdDevices(args[1:], stdout, stderr)
 	case "doctor":
 		return cmdDoctor(args[1:], stdout, stderr)
+	case "jitter-replay":
+		return cmdJitterReplay(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
