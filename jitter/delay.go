@@ -132,21 +132,32 @@ func (m *Manager) Reset() { m.wn = 0; m.ahead.Store(0) }
 // stream arrived at time now, and returns its relative delay.
 func (m *Manager) Arrive(now time.Duration, pos int64) time.Duration {
 	v := now - time.Duration(pos)*time.Second/time.Duration(m.cfg.SampleRate)
-	ref, oldest := v, v
+	ref := v
 	lim := now - time.Duration(m.cfg.WindowMS)*time.Millisecond
+	half := now - time.Duration(m.cfg.WindowMS)*time.Millisecond/2
+	newer, older, haveOlder := v, time.Duration(0), false
 	for i := m.wn - 1; i >= max(0, m.wn-windowLen); i-- {
 		a := m.win[i%windowLen]
 		if a.at < lim {
 			break
 		}
 		ref = min(ref, a.value)
-		oldest = a.value
+		if a.at >= half {
+			newer = min(newer, a.value)
+		} else if !haveOlder || a.value < older {
+			older, haveOlder = a.value, true
+		}
 	}
-	// How far the stream's fastest arrival moved ahead of real time over
-	// the window: > 0 when it arrives faster than it plays (a gateway
-	// running ahead). The catch-up burst after a stall does not count: it
-	// only returns to the earlier fastest arrival.
-	m.ahead.Store(int64(oldest - ref))
+	// How far the fastest arrival of the newer half of the window is
+	// ahead of the fastest of the older half: > 0 when the stream arrives
+	// faster than it plays (a gateway running ahead). Jitter and the
+	// catch-up burst after a stall do not count: they only return to the
+	// earlier fastest arrival.
+	if haveOlder && older > newer {
+		m.ahead.Store(int64(older - newer))
+	} else {
+		m.ahead.Store(0)
+	}
 	m.win[m.wn%windowLen] = arrival{at: now, value: v}
 	m.wn++
 	rel := v - ref
