@@ -109,7 +109,7 @@ func Default() Config {
 		Device:   Device{ID: host, Model: "generic"},
 		Gateway:  Gateway{TTSMode: "binary", Speed: 4},
 		Audio:    Audio{Config: capture.Config{Mode: capture.ModeVAD}.WithDefaults(), MicQueueMS: 2000},
-		Playback: Playback{PrebufferMS: 60, BufferMS: 10000, FadeMS: 4, PeriodMS: 10},
+		Playback: Playback{PrebufferMS: 60, BufferMS: 320000, FadeMS: 4, PeriodMS: 10},
 		Sim:      Sim{SpeechMS: 1500, SilenceMS: 4000, SpeakerWAV: "out/played.wav"},
 		Log:      Log{Level: "info", Format: "text"},
 	}
@@ -238,8 +238,8 @@ func (c *Config) Validate() error {
 	if p.PrebufferMS < 0 || p.PrebufferMS > 2000 {
 		bad("playback.prebuffer_ms", p.PrebufferMS, "must be in [0, 2000]")
 	}
-	if p.BufferMS < 200 || p.BufferMS > 60000 {
-		bad("playback.buffer_ms", p.BufferMS, "must be in [200, 60000]")
+	if p.BufferMS < 200 || p.BufferMS > 600000 {
+		bad("playback.buffer_ms", p.BufferMS, "must be in [200, 600000]")
 	}
 	if p.FadeMS < 0 || p.FadeMS > 50 {
 		bad("playback.fade_ms", p.FadeMS, "must be in [0, 50]")

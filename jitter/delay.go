@@ -24,6 +24,7 @@ package jitter
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -126,7 +127,7 @@ func New(cfg Config) (*Manager, error) {
 
 // Reset starts a new stream timeline (a new response): the reference
 // window is forgotten, the histogram (what the network is like) is kept.
-func (m *Manager) Reset() { m.wn = 0; m.ahead.Store(0) }
+func (m *Manager) Reset() { m.wn = 0; m.ahead.Store(math.MaxInt64) }
 
 // Arrive records that the chunk starting at sample pos of the current
 // stream arrived at time now, and returns its relative delay.
@@ -153,9 +154,12 @@ func (m *Manager) Arrive(now time.Duration, pos int64) time.Duration {
 	// faster than it plays (a gateway running ahead). Jitter and the
 	// catch-up burst after a stall do not count: they only return to the
 	// earlier fastest arrival.
-	if haveOlder && older > newer {
+	switch {
+	case !haveOlder:
+		m.ahead.Store(math.MaxInt64) // not known yet: assume ahead
+	case older > newer:
 		m.ahead.Store(int64(older - newer))
-	} else {
+	default:
 		m.ahead.Store(0)
 	}
 	m.win[m.wn%windowLen] = arrival{at: now, value: v}
@@ -201,9 +205,11 @@ func (m *Manager) observe(rel time.Duration) {
 // of the stream. Any goroutine.
 func (m *Manager) TargetSamples() int64 { return m.target.Load() }
 
-// Ahead returns how much the current stream gained on real time over the
-// last Window: the stream position advanced that much more than the clock.
-// Any goroutine.
+// Ahead returns how far the newer half of the last Window arrived ahead of
+// real time compared with the older half: > 0 for a stream sent faster
+// than real time. Until the current stream has half a Window of history it
+// returns math.MaxInt64 (unknown: a TTS reply usually starts with a
+// burst). Any goroutine.
 func (m *Manager) Ahead() time.Duration { return time.Duration(m.ahead.Load()) }
 
 // Last returns the relative delay of the latest arrival. Producer only.

@@ -531,8 +531,16 @@ func (p *Player) PeakDepth() int64 { return p.peak.Load() }
 // was reached (overflow), since New. Any goroutine.
 func (p *Player) LostSamples() int64 { return p.lostTotal.Load() }
 
-// CapacitySamples is the buffer cap: the most audio the player holds.
+// CapacitySamples is the buffer cap: the most audio the player holds when
+// every slot is full (chunks that are whole multiples of SlotSamples).
 func (p *Player) CapacitySamples() int { return p.ring.Cap() * p.ring.SlotSamples() }
+
+// GuaranteedSamples is how much audio the player holds whatever the chunk
+// sizes, as long as chunks are at least SlotSamples/2 long (10 ms by
+// default): a chunk of n samples takes ceil(n/SlotSamples) slots, so at
+// worst half of each slot is used. This is what the robot advertises to
+// the gateway for pacing (docs/protocol.md §7.7).
+func (p *Player) GuaranteedSamples() int { return p.CapacitySamples() / 2 }
 
 // Stats are cumulative playout counters (for replay tools and summaries).
 type Stats struct {

@@ -115,6 +115,9 @@ type RobotHello struct {
 	AudioUp         AudioParams   `json:"audio_up"`
 	AudioDown       []AudioParams `json:"audio_down"`
 	ResumeSession   string        `json:"resume_session,omitempty"`
+	// PlaybackBufferMS is the most TTS audio (ms at 24 kHz) the robot
+	// holds unplayed; gateways pace to it (§7.7, protocol/pacing.go).
+	PlaybackBufferMS int `json:"playback_buffer_ms,omitempty"`
 }
 
 // Keepalive is the gateway's keepalive policy.
@@ -232,6 +235,10 @@ type PlaybackProgress struct {
 	SamplesPlayed int64  `json:"samples_played"`
 	Done          bool   `json:"done,omitempty"`
 	Interrupted   bool   `json:"interrupted,omitempty"`
+	// LostSamples is how many samples of the response the robot dropped
+	// because its buffer was full (§7.7); a final report with
+	// LostSamples > 0 has Interrupted set.
+	LostSamples int64 `json:"lost_samples,omitempty"`
 }
 
 // ASR is recognised user speech.
@@ -571,6 +578,9 @@ func validateFromRobot(m Message) error {
 		if err := required("device_id", v.DeviceID); err != nil {
 			return err
 		}
+		if v.PlaybackBufferMS < 0 {
+			return fmt.Errorf("%w: field \"playback_buffer_ms\" is %d, must be >= 0", ErrMalformed, v.PlaybackBufferMS)
+		}
 		return validateAudio("audio_up", v.AudioUp, 16000)
 	case *Ack:
 		return required("event_id", v.EventID)
@@ -622,6 +632,9 @@ func validateFromRobot(m Message) error {
 		}
 		if v.SamplesPlayed < 0 {
 			return fmt.Errorf("%w: field \"samples_played\" is %d, must be >= 0", ErrMalformed, v.SamplesPlayed)
+		}
+		if v.LostSamples < 0 {
+			return fmt.Errorf("%w: field \"lost_samples\" is %d, must be >= 0", ErrMalformed, v.LostSamples)
 		}
 	}
 	return nil
