@@ -310,6 +310,10 @@ type Player struct {
 	events  eventQueue
 	latency latencyRecorder
 
+	// device flush on interrupt (Run with an hw.Flusher sink)
+	fl         atomic.Pointer[hw.Flusher]
+	flushedGen atomic.Uint32 // generation whose interrupt the device already faded
+
 	// producer-private
 	overflowing bool
 	dm          *jitter.Manager
@@ -587,7 +591,7 @@ func (p *Player) ResetSession() {
 	base := s << 32
 	p.maxSeen.Store(base)
 	p.raiseCutoff(base - 1) // every key of earlier sessions
-	p.gen.Add(1)
+	p.flushDevice(p.gen.Add(1))
 	p.m.flushes.Inc()
 }
 
@@ -615,8 +619,38 @@ func (p *Player) Interrupt(responseID uint32) uint32 {
 	}
 	// Always bump, even if another Interrupt raised the cutoff first: this
 	// call must not return before the consumer can see a new generation.
-	p.gen.Add(1)
+	p.flushDevice(p.gen.Add(1))
 	return uint32(key)
+}
+
+// flushDevice discards what the device has queued (hw.Flusher, when Run's
+// sink has it; the device fades it out within 4 ms) and then records that
+// generation g's fade was done by the device, so that the consumer goes
+// straight to silence instead of fading the interrupted audio again after
+// the device went quiet. If the consumer handles g before this record (the
+// device finished its block just then) it fades as usual and the device's
+// fade only lowers that further.
+func (p *Player) flushDevice(g uint32) {
+	if f := p.fl.Load(); f != nil {
+		(*f).Flush()
+		p.flushedGen.Store(g)
+	}
+}
+
+// findFlusher returns the hw.Flusher behind sink, looking through wrappers
+// that have an Unwrap() hw.AudioSink method.
+func findFlusher(sink hw.AudioSink) hw.Flusher {
+	for range 8 {
+		if f, ok := sink.(hw.Flusher); ok {
+			return f
+		}
+		u, ok := sink.(interface{ Unwrap() hw.AudioSink })
+		if !ok {
+			return nil
+		}
+		sink = u.Unwrap()
+	}
+	return nil
 }
 
 // raiseCutoff sets cutoff = max(cutoff, key); it reports whether it changed.
@@ -678,6 +712,10 @@ func (p *Player) Run(ctx context.Context, sink hw.AudioSink) error {
 	}
 	buf := make([]int16, period)
 	done := ctx.Done()
+	if f := findFlusher(sink); f != nil {
+		p.fl.Store(&f)
+		defer p.fl.Store(nil)
+	}
 	p.log.Info("playback: running", "sink", sink.Format().String(), "period_frames", period)
 	for {
 		select {
@@ -797,6 +835,10 @@ func (p *Player) onInterrupt(g uint32) {
 	}
 	played := p.played
 	adaptive := p.cfg.Policy == PolicyAdaptive
+	if p.flushedGen.Load() == g && p.gain > 0 {
+		// The device already faded this audio out (hw.Flusher): silence.
+		p.gain, p.rampUp = 0, false
+	}
 	if p.state == stPlaying && p.gain > 1 {
 		p.fading, p.rampUp = true, false
 		if adaptive {
