@@ -21,22 +21,35 @@ func TestCompare(t *testing.T) {
 	if *compareKinds != "" {
 		kinds = splitComma(*compareKinds)
 	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond)) }
+	fmt.Println("| trace | seed | policy | p50 ms | p95 ms | p99 ms | p95 / oracle | concealed % | stretched % | growth ms | lost samples | underruns | peak s |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, k := range kinds {
 		for seed := uint64(1); seed <= uint64(*compareSeeds); seed++ {
 			fr, err := Generate(GenConfig{Kind: k, Seed: seed})
 			if err != nil {
 				t.Fatal(err)
 			}
+			od, oracle, err := Oracle(fr, 1, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			for _, pol := range peers() {
-				pl, err := pol.make(fr)
-				if err != nil {
-					t.Fatal(err)
+				name, r := pol.name, oracle
+				if name == "oracle" {
+					name = fmt.Sprintf("oracle (%v)", od)
+				} else {
+					pl, err := pol.make(fr)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r, err = Replay(fr, pl, Options{}); err != nil {
+						t.Fatal(err)
+					}
 				}
-				r, err := Replay(fr, pl, Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				fmt.Printf("%-9s seed %d %-9s %s\n", k, seed, pol.name, r)
+				fmt.Printf("| %s | %d | %s | %s | %s | %s | %.2f | %.2f | %.2f | %s | %d | %d | %.1f |\n", k, seed, name,
+					ms(r.P50), ms(r.P95), ms(r.P99), float64(r.P95)/float64(max(oracle.P95, time.Millisecond)),
+					r.ConcealedPct, r.StretchedPct, ms(r.Growth), r.Lost, r.Underruns, float64(r.Peak)/SampleRate)
 			}
 		}
 	}
@@ -52,10 +65,8 @@ func peers() []peer {
 		{"adaptive", func([]Frame) (Playout, error) { return NewPlayerPlayout(playback.Config{}) }},
 		{"stall", func([]Frame) (Playout, error) { return NewPlayerPlayout(playback.Config{Policy: playback.PolicyStall}) }},
 		{"fixed200", func([]Frame) (Playout, error) { return &Fixed{Delay: 200 * time.Millisecond}, nil }},
-		{"oracle", func(fr []Frame) (Playout, error) {
-			d, _, err := Oracle(fr, 1, Options{})
-			return &Fixed{Delay: d}, err
-		}},
+		{"pion", func([]Frame) (Playout, error) { return newPionPlayout(), nil }},
+		{"oracle", nil}, // computed once per trace in TestCompare
 	}
 }
 

@@ -127,6 +127,25 @@ func cmdJitterReplay(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stdout, "%s\t%s\t%s\n", fs.Arg(i), label, r)
 		}
 	}
+	if kb := peakRSSKiB(); kb > 0 {
+		fmt.Fprintf(stdout, "# peak RSS of this process %.1f MiB\n", float64(kb)/1024)
+	}
+	return 0
+}
+
+// peakRSSKiB is the process's peak resident set (VmHWM), 0 if unknown.
+func peakRSSKiB() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb
+		}
+	}
 	return 0
 }
 
