@@ -67,7 +67,15 @@ func TestJitterReplayGenerateAndReplay(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("replay: %d %q", code, errs)
 	}
-	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	if !strings.Contains(out, "# peak RSS of this process ") {
+		t.Errorf("no peak RSS line:\n%s", out)
+	}
 	if len(lines) != 4 || !strings.Contains(lines[0], "\tadaptive\tdelay p50 ") || !strings.Contains(lines[3], "oracle(") {
 		t.Fatalf("output:\n%s", out)
 	}
