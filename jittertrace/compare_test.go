@@ -15,7 +15,7 @@ var compareKinds = flag.String("kinds", "", "comma-separated kinds for -compare 
 
 func TestCompare(t *testing.T) {
 	if !*compare {
-		t.Skip("benchmark comparison: go test ./jittertrace -run Compare -compare (make bench)")
+		t.Skip("benchmark comparison: go test ./jittertrace -run Compare -compare -seeds=3 (make bench)")
 	}
 	kinds := Kinds
 	if *compareKinds != "" {

@@ -48,6 +48,7 @@ type adaptive struct {
 }
 
 const (
+	resumeSamples = 10 * samplesPerMS // after an underrun, resume with this much
 	stretchHyst   = 5 * samplesPerMS  // samples either side of the target
 	catchUpExcess = 30 * samplesPerMS // this far above target+hysteresis, accelerate at CatchUpPct
 	targetMargin  = 0
@@ -200,6 +201,9 @@ func (p *Player) readyAdaptive() bool {
 		return true
 	}
 	thr := min(max(p.ad.target, p.ad.minD), p.prebuffer)
+	if p.underrun {
+		thr = min(thr, resumeSamples) // resume as soon as audio is back
+	}
 	if p.depth.Load()-p.fillTaken+int64(p.ad.len()) >= max(thr, 1) {
 		return true
 	}
