@@ -108,7 +108,7 @@ func pcm(n int, v int16) []byte {
 // the Interrupt call to the first silent sample at the (simulated) device,
 // with the sim speaker's hw.Flusher cutting the block it is playing. Goal:
 // p99 <= 10 ms, and no sample of an interrupted response more than 10 ms
-// after its interrupt (stale). Run with -interrupts 10000 for the figure
+// after its interrupt (stale). Run with -args -interrupts=10000 for the figure
 // in docs/benchmarks.md.
 func TestInterruptToSilence(t *testing.T) {
 	r := newInterruptRig(t)

@@ -14,7 +14,7 @@ SEEDS="${BENCH_SEEDS:-3}"
 echo "# playout: policies on generated traces (seeds 1..${SEEDS})"
 go test -run 'TestCompare$' -compare -seeds="${SEEDS}" -count 1 -v -timeout 60m ./jittertrace/ | grep '^|'
 echo "# playout: interrupt -> first silent sample"
-go test -run 'TestInterruptToSilence$' -interrupts=10000 -count 1 -v -timeout 30m ./playback/ | grep 'first silent'
+go test -run 'TestInterruptToSilence$' -count 1 -v -timeout 30m ./playback/ -args -interrupts=10000 | grep 'first silent'
 echo "# playout: gateway bursts through robot-agent jitter-replay"
 mkdir -p out/traces
 go build -o out/robot-agent-bench ./cmd/robot-agent
