@@ -10,6 +10,18 @@
 // (barge-in), reports per-response progress and completion events, and
 // measures push-to-device latency.
 //
+// Two policies: PolicyAdaptive (default; adaptive.go) keeps the buffer near
+// a target delay estimated from arrival jitter (package jitter) and moves
+// towards it by pitch-preserving time-stretching (package timestretch);
+// PolicyStall is the original stall-and-rebuffer player.
+//
+// Storage: the ring's slot headers cover the whole cap (Config.Slots,
+// ≈ 327 s by default) but sample storage is allocated in chunks of
+// ChunkSlots as the buffer deepens and reused after, so memory follows the
+// deepest the buffer has been. When the cap is reached the rest of that
+// response is dropped (ErrFull; Event.SamplesLost), so what plays is a
+// prefix of the response.
+//
 // # Concurrency
 //
 // A Player has three kinds of callers:
@@ -49,7 +61,12 @@
 // Guarantee: every Fill that starts after Interrupt returns hands the device
 // no sample of an interrupted response except a fade-out of at most FadeMS
 // (fadeLen-1 samples) taken from the slot that was playing, multiplied by a
-// linear ramp down to zero. A Fill already running when Interrupt is called
+// linear ramp down to zero. When Run's sink implements hw.Flusher (found
+// through Unwrap() hw.AudioSink wrappers), Interrupt also flushes the
+// device: the device fades what it is playing within 4 ms and the player's
+// next Fill goes straight to silence (no second fade after the device went
+// quiet), so the first silent sample comes within the device fade instead
+// of after the period being played. A Fill already running when Interrupt is called
 // may still finish copying the slot it is in (at most SlotSamples) before
 // it notices and fades.
 //
