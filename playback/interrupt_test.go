@@ -50,7 +50,7 @@ func newInterruptRig(t testing.TB) *interruptRig {
 
 // park waits until the playback goroutine sleeps on the clock again.
 func (r *interruptRig) park() {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for r.clk.Sleepers() == 0 {
 		if time.Now().After(deadline) {
 			r.t.Fatal("playback goroutine never parked")
