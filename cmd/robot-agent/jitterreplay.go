@@ -46,13 +46,14 @@ func cmdJitterReplay(args []string, stdout, stderr io.Writer) int {
 	dur := fs.Duration("duration", 10*time.Minute, "stream length for --generate")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return exitOK
 		}
-		return 2
+		return exitConfig
 	}
+	// Every failure here is bad input (a trace, a WAV, a path): exit 2.
 	fail := func(err error) int {
 		fmt.Fprintln(stderr, "robot-agent jitter-replay:", err)
-		return 1
+		return exitConfig
 	}
 	if *gen != "" {
 		fr, err := jittertrace.Generate(jittertrace.GenConfig{Kind: *gen, Seed: *seed, Duration: *dur})
@@ -66,12 +67,12 @@ func cmdJitterReplay(args []string, stdout, stderr io.Writer) int {
 	}
 	if fs.NArg() == 0 {
 		fmt.Fprintln(stderr, "robot-agent jitter-replay: no trace file given (see -h)")
-		return 2
+		return exitConfig
 	}
 	pols, err := parsePolicies(*policies, *prebuffer)
 	if err != nil {
 		fmt.Fprintln(stderr, "robot-agent jitter-replay:", err)
-		return 2
+		return exitConfig
 	}
 	opt := jittertrace.Options{}
 	if *audioIn != "" {

@@ -30,14 +30,14 @@ func TestJitterReplayFailures(t *testing.T) {
 		want string
 	}{
 		{"no trace", nil, 2, "no trace file given"},
-		{"missing file", []string{filepath.Join(dir, "nope.trace")}, 1, "nope.trace: no such file"},
-		{"bad separator", []string{bad}, 1, "bad.trace:4: want \"arrival_ms,samples\""},
-		{"bad samples", []string{neg}, 1, "neg.trace:2: samples \"-3\""},
-		{"no frames", []string{empty}, 1, "empty.trace: no frames"},
+		{"missing file", []string{filepath.Join(dir, "nope.trace")}, 2, "nope.trace: no such file"},
+		{"bad separator", []string{bad}, 2, "bad.trace:4: want \"arrival_ms,samples\""},
+		{"bad samples", []string{neg}, 2, "neg.trace:2: samples \"-3\""},
+		{"no frames", []string{empty}, 2, "empty.trace: no frames"},
 		{"bad policy", []string{"--policy", "magic", bad}, 2, "unknown policy \"magic\""},
 		{"bad fixed", []string{"--policy", "fixed:x", bad}, 2, "want fixed:MS"},
-		{"bad kind", []string{"--generate", "carrier-pigeon"}, 1, "unknown kind \"carrier-pigeon\""},
-		{"bad audio", []string{"--audio", bad, neg}, 1, "bad.trace"},
+		{"bad kind", []string{"--generate", "carrier-pigeon"}, 2, "unknown kind \"carrier-pigeon\""},
+		{"bad audio", []string{"--audio", bad, neg}, 2, "bad.trace"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
