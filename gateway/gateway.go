@@ -64,6 +64,10 @@ type Config struct {
 	Keepalive protocol.Keepalive
 	// NoEcho disables answering utterances with TTS.
 	NoEcho bool
+	// NoPacing streams TTS without following the robot's advertised
+	// buffer (docs/protocol.md §7.7): a non-compliant gateway, for tests
+	// of the robot's overflow handling.
+	NoPacing bool
 	// NoBargeIn disables interrupting a reply when the robot speaks.
 	NoBargeIn bool
 	// Decision answers every robot function_call (delegate, override or
@@ -365,7 +369,7 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 	}
 	ss := &Session{
 		ID:       fmt.Sprintf("gw-%d", s.nextID.Add(1)),
-		DeviceID: dev, Hello: hello, srv: s, pace: newPacer(hello.PlaybackBufferMS, slices.Contains(hello.Capabilities, protocol.CapPlaybackProgress)),
+		DeviceID: dev, Hello: hello, srv: s, pace: newPacer(hello.PlaybackBufferMS, !s.cfg.NoPacing && slices.Contains(hello.Capabilities, protocol.CapPlaybackProgress)),
 		out:  make(chan outMsg, 4096),
 		done: make(chan struct{}),
 		utt:  make(map[uint32][]int16),
