@@ -50,7 +50,7 @@ type adaptive struct {
 const (
 	resumeSamples = 10 * samplesPerMS // after an underrun, resume with this much
 	stretchHyst   = 5 * samplesPerMS  // samples either side of the target
-	catchUpExcess = 30 * samplesPerMS // this far above target+hysteresis, accelerate at CatchUpPct
+	catchUpExcess = 15 * samplesPerMS // this far above target+hysteresis, accelerate at CatchUpPct
 	targetMargin  = 0
 )
 
