@@ -10,6 +10,7 @@ require (
 	github.com/pion/interceptor v0.1.42
 	github.com/pion/mediadevices v0.10.0
 	github.com/pion/rtp v1.8.26
+	go.etcd.io/bbolt v1.4.3
 	gopkg.in/yaml.v3 v3.0.1
 	periph.io/x/conn/v3 v3.7.3
 	periph.io/x/host/v3 v3.8.5

@@ -70,6 +70,8 @@ func runMain(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdConformance(args[1:], stdout, stderr)
 	case "jitter-replay":
 		return cmdJitterReplay(args[1:], stdout, stderr)
+	case "duplex-bench":
+		return cmdDuplexBench(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0
