@@ -327,6 +327,12 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 	mt, data, err := conn.ReadMessage()
 	if err != nil {
 		s.log.Warn("gateway: no hello from robot", "device", dev, "err", err)
+		var ne interface{ Timeout() bool }
+		if errors.As(err, &ne) && ne.Timeout() {
+			// §3.1: no hello within 5 s is a policy violation (1008).
+			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "no hello within 5 s"), time.Now().Add(time.Second))
+			drainAfterClose(conn, time.Second)
+		}
 		return
 	}
 	var hello *protocol.RobotHello
@@ -367,6 +373,11 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 		AudioUp:   protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: hello.AudioUp.FrameMS},
 		AudioDown: protocol.AudioParams{Format: "pcm16le", SampleRate: 24000, Channels: 1},
 		Keepalive: s.cfg.Keepalive,
+		Minor:     protocol.MinorVersion,
+	}
+	if hello.Audio != nil {
+		// v1.1 (§3.9): choose from the offer; this gateway speaks PCM.
+		gh.Audio = &protocol.AudioChoice{Up: gh.AudioUp, Down: gh.AudioDown}
 	}
 	gh.TS = s.clk.Mono().Microseconds()
 	hb, _ := protocol.Marshal(gh)
@@ -408,6 +419,11 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 		return nil
 	})
 	err = ss.readLoop(sctx, conn, timeout)
+	if errors.Is(err, websocket.ErrReadLimit) {
+		// gorilla has sent close 1009; keep reading until the robot
+		// answers so the close frame is not lost to a TCP reset (§2.4).
+		drainAfterClose(conn, time.Second)
+	}
 	close(ss.done)
 	ss.stopActive()
 	s.mu.Lock()
@@ -531,10 +547,9 @@ func (ss *Session) readLoop(ctx context.Context, conn *websocket.Conn, timeout t
 			m, err := protocol.DecodeFromRobot(data)
 			if err != nil {
 				s.m.badMessages.Inc()
-				ref := ""
-				if meta, perr := protocol.PeekType(data, protocol.MaxControl); perr == nil {
-					ref = meta.EventID
-				}
+				// §9.1: the ref is the event_id whenever the message has
+				// one, so the error settles it.
+				ref := protocol.RefOf(data)
 				s.log.Warn("gateway: rejected control message", "session", ss.ID, "err", err)
 				ss.Send(&protocol.Error{Code: protocol.ErrorCode(err), Msg: "gateway: " + err.Error(), Ref: ref})
 				continue
@@ -580,6 +595,11 @@ func (ss *Session) onControl(m protocol.Message) {
 			ss.mu.Lock()
 			if ss.active == v.ResponseID {
 				ss.active = 0
+				if v.Interrupted && ss.cancelTTS != nil {
+					// §7.3: a robot-reported cut is an interruption:
+					// stop generating the response.
+					ss.cancelTTS()
+				}
 			}
 			ss.mu.Unlock()
 		}
@@ -813,4 +833,24 @@ func (ss *Session) sendTTSChunk(id uint32, samples []int16, last bool) bool {
 	}
 	frame := protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindTTSAudio, Flag: flag, Stream: id, Seq: seq, Timestamp: s.clk.Mono().Microseconds()}, b)
 	return ss.SendRaw(websocket.BinaryMessage, frame) == nil
+}
+
+// drainAfterClose reads and discards what the peer still sends after our
+// close frame, until it closes the connection, nothing arrives for idle, or
+// 10·idle passes: closing a socket with unread data resets it and the peer
+// may lose the close frame.
+func drainAfterClose(conn *websocket.Conn, idle time.Duration) {
+	nc := conn.UnderlyingConn()
+	buf := make([]byte, 32<<10)
+	end := time.Now().Add(10 * idle)
+	for time.Now().Before(end) {
+		d := time.Now().Add(idle)
+		if d.After(end) {
+			d = end
+		}
+		nc.SetReadDeadline(d)
+		if _, err := nc.Read(buf); err != nil {
+			return
+		}
+	}
 }

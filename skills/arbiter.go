@@ -121,6 +121,8 @@ type Arbiter struct {
 	pins    map[string]*pin
 	buckets map[string]*bucket
 	logged  map[string]bool
+	// lastOverride is the last override decision (mu).
+	lastOverride Override
 
 	calls calls
 }

@@ -334,8 +334,9 @@ func TestBadInputFromGateway(t *testing.T) {
 		{"invalid utf8", websocket.TextMessage, []byte("{\"type\":\"asr\",\"text\":\"\xff\xfe\"}"), protocol.CodeBadMessage, "robot_agent_uplink_bad_messages_total"},
 		{"truncated header", websocket.BinaryMessage, truncated, protocol.CodeBadFrame, "robot_agent_uplink_bad_frames_total"},
 		{"length beyond frame", websocket.BinaryMessage, lying, protocol.CodeBadFrame, "robot_agent_uplink_bad_frames_total"},
-		{"oversized frame", websocket.BinaryMessage, oversized, protocol.CodeBadFrame, "robot_agent_uplink_bad_frames_total"},
+		{"oversized frame", websocket.BinaryMessage, oversized, protocol.CodeTooLarge, "robot_agent_uplink_bad_frames_total"},
 		{"mic frame downlink", websocket.BinaryMessage, protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindMicAudio}, nil), protocol.CodeBadFrame, "robot_agent_uplink_bad_frames_total"},
+		{"mic frame downlink with stream", websocket.BinaryMessage, protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindMicAudio, Stream: 1}, nil), protocol.CodeUnsupported, "robot_agent_uplink_bad_frames_total"},
 	}
 	errorsBefore := func() int {
 		n := 0

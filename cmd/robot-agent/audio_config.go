@@ -44,6 +44,19 @@ type audioDevicesConfig struct {
 	// RetryMaxMS caps the backoff between attempts to reopen a missing
 	// device.
 	RetryMaxMS int `yaml:"retry_max_ms"`
+	// RealtimePriority is the SCHED_FIFO priority of the device callback
+	// threads (0: normal scheduling). Without the privilege the agent logs
+	// one warning and keeps normal priority.
+	RealtimePriority int `yaml:"realtime_priority"`
+}
+
+// devicePriority maps realtime_priority to portaudio.DeviceConfig's
+// RealtimePriority (where 0 means the default and -1 off).
+func (c audioDevicesConfig) devicePriority() int {
+	if c.RealtimePriority == 0 {
+		return -1
+	}
+	return c.RealtimePriority
 }
 
 func defaultAudioDevices() audioDevicesConfig {
@@ -53,6 +66,7 @@ func defaultAudioDevices() audioDevicesConfig {
 		HalfDuplex:       halfDuplexGate,
 		HalfDuplexTailMS: 300,
 		RetryMaxMS:       int(portaudio.DefaultRetryMax / time.Millisecond),
+		RealtimePriority: portaudio.DefaultRealtimePriority,
 	}
 }
 
@@ -117,6 +131,9 @@ func (c audioDevicesConfig) validate() error {
 	}
 	if c.RetryMaxMS < 250 || c.RetryMaxMS > 60000 {
 		bad("retry_max_ms", c.RetryMaxMS, "want 250..60000")
+	}
+	if c.RealtimePriority < 0 || c.RealtimePriority > 99 {
+		bad("realtime_priority", c.RealtimePriority, "want 0 (normal scheduling) or 1..99 (SCHED_FIFO)")
 	}
 	return errs.Err()
 }

@@ -162,7 +162,7 @@ func openAudioDevices(ad audioDevicesConfig, fadeMS int, clk clock.Clock, reg *m
 	}
 	dev := func(name string, rate, ch int) portaudio.DeviceConfig {
 		return portaudio.DeviceConfig{Device: name, SampleRate: rate, Channels: ch, PeriodMS: ad.PeriodMS,
-			Latency: time.Duration(ad.LatencyMS) * time.Millisecond}
+			Latency: time.Duration(ad.LatencyMS) * time.Millisecond, RealtimePriority: ad.devicePriority()}
 	}
 	sink, err := h.NewSink(portaudio.SinkConfig{
 		DeviceConfig: dev(ad.Output, ad.OutputRate, ad.OutputChannels),

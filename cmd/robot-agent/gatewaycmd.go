@@ -49,7 +49,7 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 	speed := fs.Float64("speed", 4, "TTS streaming speed relative to real time")
 	noEcho := fs.Bool("no-echo", false, "do not answer utterances")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	recordVideo := fs.String("record-video", "", "write each session's H264 stream and JPEG images under this directory")
+	recordVideo := fs.String("record-video", "", "write each session's H264 stream, JPEG images and per-frame list (<session>-frames.tsv: seq, flag, mark bits, key, timestamps, size, offset) under this directory")
 	tlsCert := fs.String("tls-cert", "", "serve wss:// with this PEM certificate (chain) ...")
 	tlsKey := fs.String("tls-key", "", "... and this PEM private key")
 	clientCA := fs.String("client-ca", "", "require robots to present a client certificate signed by a CA in this PEM file (mutual TLS)")

@@ -5,6 +5,7 @@
 //	robot-agent gateway  [flags]   run the embedded development gateway
 //	robot-agent devices            list audio devices and cameras
 //	robot-agent doctor   [flags]   check this machine and the config
+//	robot-agent conformance [flags] check a gateway against the protocol
 //	robot-agent version            print version and build information
 //
 // All wiring of real and simulated devices happens in this package.
@@ -39,6 +40,7 @@ Usage:
   robot-agent gateway [flags]    run the embedded development gateway
   robot-agent devices            list audio devices and cameras with their modes
   robot-agent doctor [flags]     check devices, permissions, gateway and config
+  robot-agent conformance [flags] check a gateway against the wire protocol
   robot-agent version            print version and build information
 
 Quick start (simulated mic and speaker against an embedded gateway):
@@ -63,6 +65,8 @@ func runMain(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdDevices(args[1:], stdout, stderr)
 	case "doctor":
 		return cmdDoctor(args[1:], stdout, stderr)
+	case "conformance":
+		return cmdConformance(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -264,7 +262,7 @@ func (a *agent) build() (err error) {
 		return err
 	}
 	a.control = newControlHandler(log, reg)
-	bootID := newBootID()
+	bootID := uplink.NewBootID()
 	ucfg := uplink.Config{
 		URL: cfg.Gateway.URL, Token: cfg.Gateway.Token, DeviceID: cfg.Device.ID,
 		TLS: tlsCfg, AllowInsecureWS: cfg.Gateway.AllowInsecureWS,
@@ -273,7 +271,7 @@ func (a *agent) build() (err error) {
 		Hello: protocol.RobotHello{
 			Model: cfg.Device.Model, AgentVersion: version, FirmwareVersion: cfg.Device.FirmwareVersion,
 			BootID:       bootID,
-			Capabilities: capabilities(),
+			Capabilities: baseCapabilities(),
 			AudioUp:      protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: cfg.Audio.FrameMS},
 			AudioDown:    []protocol.AudioParams{{Format: "pcm16le", SampleRate: 24000, Channels: 1}},
 		},
@@ -284,7 +282,8 @@ func (a *agent) build() (err error) {
 	ucfg.Heartbeat = opts.svc.heartbeat("uplink", 20*time.Second)
 	// An interrupt also drops what the device itself has queued (real
 	// devices with a flushable queue; a no-op otherwise).
-	tts := withDeviceFlush(a.player, a.speaker)
+	tagger := newSessionTagger(withDeviceFlush(a.player, a.speaker))
+	var tts uplink.TTSSink = tagger
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
 	}
@@ -299,6 +298,8 @@ func (a *agent) build() (err error) {
 	}
 	a.pump.SetGate(a.halfDuplexGate()) // real speaker: no self-interruption (audio_halfduplex.go)
 	a.progress = newProgressReporter(a.player, a.client, log)
+	a.progress.sessions = tagger
+	a.client.AddObserver(tagger)
 	if err := a.setupRobot(); err != nil {
 		if exitCode(err) == exitInternal {
 			err = deviceFailure(err, "check the state section's pins and buses with 'robot-agent doctor' and the service user's gpio/i2c groups")
@@ -314,6 +315,7 @@ func (a *agent) build() (err error) {
 	if u, perr := url.Parse(ucfg.URL); perr == nil && u.Scheme == "ws" && !config.IsLoopback(u.Hostname()) {
 		log.Warn("gateway.allow_insecure_ws: plain ws:// to a non-loopback gateway; audio and the token cross the network unencrypted (development only)", "url", ucfg.URL)
 	}
+	a.client.SetCapabilities(a.capabilities())
 	if cfg.Metrics.Listen != "" {
 		if err := a.serveMetrics(cfg.Metrics.Listen); err != nil {
 			return err
@@ -356,15 +358,33 @@ func pow2(n int) int {
 	return p
 }
 
-func newBootID() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// baseCapabilities is what every agent does: mic up, TTS down (binary and
+// base64) with playback progress.
+func baseCapabilities() []string {
+	return []string{protocol.CapMicAudio, protocol.CapTTSAudio, protocol.CapTTSBase64, protocol.CapPlaybackProgress}
 }
 
-// capabilities lists what this build can do, for the hello message.
-func capabilities() []string {
-	return []string{"mic_audio", "tts_audio", "tts_base64", "playback_progress", "state", "function_call", "skill"}
+// capabilities lists, for the hello, every message class this agent really
+// sends or carries out with its configured parts (§6.1).
+func (a *agent) capabilities() []string {
+	caps := baseCapabilities()
+	if a.robot != nil {
+		caps = append(caps, protocol.CapState, protocol.CapFunctionCall, protocol.CapSkill)
+		if a.robot.ids != nil {
+			// The recogniser endpoint sends face_info and greet_signal;
+			// greeting replies play like any response.
+			caps = append(caps, protocol.CapFaceInfo, protocol.CapGreet)
+		}
+	}
+	if a.video != nil {
+		if a.video.cfg.H264.Enabled {
+			caps = append(caps, protocol.CapVideoH264)
+		}
+		if a.video.cfg.Image.IntervalMS > 0 {
+			caps = append(caps, protocol.CapVideoImage)
+		}
+	}
+	return caps
 }
 
 func (a *agent) startEmbeddedGateway() error {
