@@ -328,7 +328,7 @@ func (a *agent) build() (err error) {
 func (a *agent) serveMetrics(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return networkFailure(fmt.Errorf("metrics.listen %q: cannot listen: %w", addr, unwrapOpError(err)),
+		return networkFailure(fmt.Errorf("metrics.listen: %q: cannot listen: %w", addr, unwrapOpError(err)),
 			"choose a free port with metrics.listen / --metrics-listen, or stop what listens there (ss -ltnp)")
 	}
 	mux := http.NewServeMux()
