@@ -24,8 +24,14 @@ var rank = map[string]int{
 	"clock": 0, "metrics": 0, "protocol": 0, "config/field": 0,
 	"codec/pcm": 0, "codec/resample": 0, "codec/jpeg": 0,
 	"doctor": 0, "build": 0, "layering": 0,
+	"internal/faultproxy": 0,
 	// Shared types and the device seams.
-	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1,
+	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1, "vad": 1,
+	// Signal processing on the seams.
+	"room": 2,
+	"aec":  3,
+	// The control-event spool and the log rate limiter (issue 13).
+	"spool": 1, "logthrottle": 1,
 	"hw": 2, "codec/h264": 2,
 	// Drivers (implementations of the seams) and pipeline stages. They do
 	// not import one another: hw/sim does not import hw/portaudio,
@@ -34,11 +40,13 @@ var rank = map[string]int{
 	"capture": 3, "playback": 3, "state": 3, "identity": 3, "skills": 3,
 	// Stages built on those.
 	"config": 4, "uplink": 4, "video": 4, "video/videotest": 4,
-	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4,
+	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4, "duplex": 4,
 	// Benchmark-only code beside its driver.
 	"hw/portaudio/handoffbench": 4,
 	// Wiring and development tools.
 	"state/modules": 5, "gateway": 5, "conformance": 5,
+	// Fault-injection scenarios (tests only; they drive everything).
+	"internal/chaos": 6,
 	// The command: the one place that wires everything.
 	"cmd/robot-agent": 9,
 }
