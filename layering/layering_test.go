@@ -172,7 +172,7 @@ func TestLayering(t *testing.T) {
 	for _, b := range []struct {
 		tags string
 		cgo  bool
-	}{{"", false}, {"portaudio x264", true}} {
+	}{{"", false}, {"portaudio x264 webrtcapm speexdsp", true}} {
 		pkgs := list(t, b.tags, b.cgo)
 		if len(pkgs) < len(rank)/2 {
 			t.Fatalf("go list -tags %q found only %d packages of %s", b.tags, len(pkgs), module)
