@@ -90,7 +90,7 @@ type Sim struct {
 
 // Metrics configures the Prometheus endpoint.
 type Metrics struct {
-	Listen string `yaml:"listen"` // host:port, empty disables
+	Listen string `yaml:"listen"` // host:port (DefaultMetricsListen), or off
 }
 
 // Log configures logging.
@@ -111,6 +111,7 @@ func Default() Config {
 		Audio:    Audio{Config: capture.Config{Mode: capture.ModeVAD}.WithDefaults(), MicQueueMS: 2000},
 		Playback: Playback{PrebufferMS: 60, BufferMS: 10000, FadeMS: 4, PeriodMS: 10},
 		Sim:      Sim{SpeechMS: 1500, SilenceMS: 4000, SpeakerWAV: "out/played.wav"},
+		Metrics:  Metrics{Listen: DefaultMetricsListen},
 		Log:      Log{Level: "info", Format: "text"},
 	}
 }
@@ -260,6 +261,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		bad("log.format", fmt.Sprintf("%q", c.Log.Format), "must be text or json")
+	}
+	if err := c.Metrics.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

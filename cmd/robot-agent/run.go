@@ -84,7 +84,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, *flag.FlagSet, e
 	fs.StringVar(&f.ttsMode, "tts-mode", "", "embedded gateway: send TTS as binary frames or base64 JSON (gateway.tts_mode)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (log.level)")
 	fs.StringVar(&f.logFormat, "log-format", "", "text or json (log.format)")
-	fs.StringVar(&f.metrics, "metrics-listen", "", "serve Prometheus metrics on host:port, e.g. 127.0.0.1:9464 (metrics.listen)")
+	fs.StringVar(&f.metrics, "metrics-listen", "", "serve Prometheus metrics and /healthz on host:port, or off (metrics.listen; default "+config.DefaultMetricsListen+")")
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary at exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
@@ -170,6 +170,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 	}
 	clk, reg := clock.NewReal(), metrics.NewRegistry()
+	reg.RegisterRuntime()
 	svc := newService(clk, log, reg)
 	a, err := newAgent(cfg, agentOptions{sim: f.sim, svc: svc}, clk, reg, log)
 	if err != nil {
@@ -220,7 +221,9 @@ type agent struct {
 	robot    *robotParts
 	video    *videoPart
 	closers  []func() error
-	started  time.Time
+	// metricsURL is where /metrics is served ("" when off or not bound).
+	metricsURL string
+	started    time.Time
 	stopped  time.Time
 }
 
@@ -295,37 +298,10 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	if a.video, err = a.setupVideo(); err != nil {
 		return nil, err
 	}
-	if cfg.Metrics.Listen != "" {
-		if err := a.serveMetrics(cfg.Metrics.Listen); err != nil {
-			return nil, err
-		}
+	if err := a.startMetrics(); err != nil { // metrics_server.go
+		return nil, err
 	}
 	return a, nil
-}
-
-// serveMetrics exposes /metrics (Prometheus text) and /healthz.
-func (a *agent) serveMetrics(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("metrics.listen %q: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		a.reg.WritePrometheus(w)
-	})
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !a.client.Up() {
-			http.Error(w, "gateway link down", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	a.closers = append(a.closers, srv.Close)
-	a.log.Info("metrics listening", "url", "http://"+ln.Addr().String()+"/metrics")
-	return nil
 }
 
 func pow2(n int) int {
