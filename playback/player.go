@@ -219,6 +219,8 @@ type Player struct {
 
 	events  eventQueue
 	latency latencyRecorder
+	// depthHist: buffered audio while a response plays (metrics.go).
+	depthHist *metrics.Histogram
 
 	// producer-private
 	overflowing bool
@@ -285,6 +287,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (
 	p.m.bad = reg.Counter("robot_agent_playback_bad_chunks_total", "TTS chunks rejected as malformed (response id 0, odd byte length).")
 	p.m.eventsDropped = reg.Counter("robot_agent_playback_events_dropped_total", "Playback completion events dropped because DrainEvents fell behind.")
 	p.m.depth = reg.Gauge("robot_agent_playback_depth_samples", "TTS samples buffered and not yet played.")
+	p.registerHistograms(reg) // metrics.go
 	p.gain = p.fadeLen
 	log.Debug("playback: player ready", "slot_samples", cfg.SlotSamples, "slots", cfg.Slots,
 		"prebuffer_ms", cfg.PrebufferMS, "fade_ms", cfg.FadeMS)
@@ -559,6 +562,7 @@ func (p *Player) Fill(dst []int16) {
 		p.depth.Add(-p.fillTaken)
 		p.m.depth.Add(-p.fillTaken)
 	}
+	p.observeDepth()
 	if p.fillPlay != 0 {
 		p.m.played.Add(p.fillPlay)
 	}

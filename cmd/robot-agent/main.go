@@ -5,6 +5,8 @@
 //	robot-agent gateway  [flags]   run the embedded development gateway
 //	robot-agent devices            list audio devices and cameras
 //	robot-agent doctor   [flags]   check this machine and the config
+//	robot-agent say      FILE.wav  play a WAV through the output device
+//	robot-agent bundle   [flags]   ask the running agent for a support bundle
 //	robot-agent version            print version and build information
 //
 // All wiring of real and simulated devices happens in this package.
@@ -31,6 +33,8 @@ Usage:
   robot-agent gateway [flags]    run the embedded development gateway
   robot-agent devices            list audio devices and cameras with their modes
   robot-agent doctor [flags]     check devices, permissions, gateway and config
+  robot-agent say FILE.wav       play a WAV file through the output device (alias: play)
+  robot-agent bundle [flags]     write a support bundle from the running agent
   robot-agent version            print version and build information
 
 Quick start (simulated mic and speaker against an embedded gateway):
@@ -51,6 +55,10 @@ func runMain(args []string, stdout, stderr io.Writer) int {
 		return cmdDevices(args[1:], stdout, stderr)
 	case "doctor":
 		return cmdDoctor(args[1:], stdout, stderr)
+	case "say", "play":
+		return cmdSay(args[1:], stdout, stderr)
+	case "bundle":
+		return cmdBundle(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -45,7 +45,16 @@ func (a *agent) startMetrics() error {
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
 	a.closers = append(a.closers, srv.Close)
-	a.metricsURL = "http://" + ln.Addr().String() + "/metrics"
-	a.log.Info("metrics listening", "url", a.metricsURL)
+	a.ops.metricsURL = "http://" + ln.Addr().String() + "/metrics"
+	a.log.Info("metrics listening", "url", a.ops.metricsURL)
 	return nil
+}
+
+// operatorParts are the agent's parts for the people running it: the
+// metrics endpoint and the flight recorder with its support bundles.
+type operatorParts struct {
+	// metricsURL is where /metrics is served ("" when off or not bound).
+	metricsURL string
+	// support is the flight recorder and its bundle triggers (support.go).
+	support *supportParts
 }

@@ -221,10 +221,10 @@ type agent struct {
 	robot    *robotParts
 	video    *videoPart
 	closers  []func() error
-	// metricsURL is where /metrics is served ("" when off or not bound).
-	metricsURL string
-	started    time.Time
+	started  time.Time
 	stopped  time.Time
+	// Operator features (metrics_server.go, support.go).
+	ops operatorParts
 }
 
 func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (a *agent, err error) {
@@ -248,6 +248,9 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	// second connected or not.
 	a.mic = beatingSource{a.mic, opts.svc.heartbeat("capture", 10*time.Second)}
 	a.speaker = beatingSink{a.speaker, opts.svc.heartbeat("playback", 10*time.Second)}
+	if err := a.setupRecorder(); err != nil { // flight recorder: support.go
+		return nil, err
+	}
 	a.player, err = playback.New(playback.Config{
 		PrebufferMS:  cfg.Playback.PrebufferMS,
 		FadeMS:       cfg.Playback.FadeMS,
@@ -281,6 +284,8 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
 	}
+	tts = a.recordTTS(tts)
+	ucfg.Tap = a.controlTap(ucfg.Token)
 	a.client, err = uplink.New(ucfg, clk, reg, log, tts, a.control)
 	if err != nil {
 		return nil, err
@@ -301,6 +306,7 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	if err := a.startMetrics(); err != nil { // metrics_server.go
 		return nil, err
 	}
+	a.startSupport()
 	return a, nil
 }
 

@@ -44,8 +44,8 @@ func (a *agent) writeSummary(w io.Writer) {
 	if a.opts.sim && a.cfg.Sim.SpeakerWAV != "" {
 		fmt.Fprintf(w, "  played audio: %s\n", a.cfg.Sim.SpeakerWAV)
 	}
-	if a.metricsURL != "" {
-		fmt.Fprintf(w, "  metrics:   %s\n", a.metricsURL)
+	if a.ops.metricsURL != "" {
+		fmt.Fprintf(w, "  metrics:   %s\n", a.ops.metricsURL)
 	}
 }
 
