@@ -162,3 +162,20 @@ func TestSupportConfigErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPackagedConfigRuns: build/config.yaml loads with every section the
+// agent knows, and its support section is valid and points at the state
+// directory.
+func TestPackagedConfigRuns(t *testing.T) {
+	c, err := config.Load("../../build/config.yaml", extraSections...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	sc, err := loadSupportConfig(c, func(string) string { return "" })
+	if err != nil || sc.Dir != "/var/lib/robot-agent" || sc.AudioSeconds != 30 || sc.ControlMessages != 500 {
+		t.Fatalf("packaged support section: %+v, %v", sc, err)
+	}
+}
