@@ -1,6 +1,7 @@
 package uplink
 
 import (
+	"encoding/binary"
 	"time"
 
 	"github.com/robot-agent/robot-agent/protocol"
@@ -28,10 +29,12 @@ func (c *Client) tap(up bool, msg []byte) {
 // out (write pump; the frame's header timestamp is its first sample on the
 // capture clock, which is c.clk). It does not allocate.
 func (c *Client) observeMicSent(frame []byte) {
-	h, payload, err := protocol.ParseHeader(frame)
-	if err != nil {
+	if len(frame) < protocol.HeaderSize {
 		return
 	}
-	end := time.Duration(h.Timestamp)*time.Microsecond + time.Duration(len(payload)/2)*time.Second/16000
+	// The lane holds frames SendMic encoded itself: read the timestamp
+	// (bytes 12..19, protocol/frame.go) without re-validating.
+	ts := int64(binary.LittleEndian.Uint64(frame[12:]))
+	end := time.Duration(ts)*time.Microsecond + time.Duration((len(frame)-protocol.HeaderSize)/2)*time.Second/16000
 	c.micSendLatency.ObserveDuration(c.clk.Mono() - end)
 }
