@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+
+	"github.com/robot-agent/robot-agent/config/field"
 )
 
 // DefaultMetricsListen is where /metrics is served unless metrics.listen
@@ -27,14 +29,13 @@ func (m Metrics) validate() error {
 	if !m.Enabled() {
 		return nil
 	}
+	hint := "e.g. " + DefaultMetricsListen + ", or " + MetricsOff + " to disable"
 	_, port, err := net.SplitHostPort(m.Listen)
-	if err == nil {
-		if p, perr := strconv.Atoi(port); perr != nil || p < 0 || p > 65535 {
-			err = fmt.Errorf("port %q is not a number in [0, 65535]", port)
-		}
-	}
 	if err != nil {
-		return fmt.Errorf("%w: metrics.listen = %q: must be host:port (e.g. %s) or %s: %v", ErrInvalid, m.Listen, DefaultMetricsListen, MetricsOff, err)
+		return field.New("metrics.listen", m.Listen, "not host:port", hint)
+	}
+	if p, perr := strconv.Atoi(port); perr != nil || p < 0 || p > 65535 {
+		return field.New("metrics.listen", m.Listen, fmt.Sprintf("port %q is not a number in 0..65535", port), hint)
 	}
 	return nil
 }

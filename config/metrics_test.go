@@ -20,7 +20,7 @@ func TestMetricsListen(t *testing.T) {
 		{"127.0.0.1:9464", true, ""},
 		{"[::1]:9100", true, ""},
 		{":0", true, ""},
-		{"localhost", true, `metrics.listen = "localhost": must be host:port`},
+		{"localhost", true, `metrics.listen: "localhost": not host:port`},
 		{"127.0.0.1:http", true, `port "http" is not a number`},
 		{"127.0.0.1:70000", true, `port "70000"`},
 	} {

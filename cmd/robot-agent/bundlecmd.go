@@ -15,12 +15,6 @@ import (
 	"github.com/robot-agent/robot-agent/config"
 )
 
-// Exit codes of bundle beyond exitSayInput (bad flags or config).
-const (
-	exitBundleUnreachable = 4 // no running agent answered on a support socket
-	exitBundleFailed      = 5 // the agent could not write the bundle
-)
-
 const bundleUsage = `Usage: robot-agent bundle [flags]
 
 Asks the running agent to write a support bundle (a .tar.gz: mic.wav and
@@ -48,14 +42,14 @@ func cmdBundle(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		return exitSayInput
+		return exitConfig
 	}
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "robot-agent: bundle: "+format+"\n", a...)
 		return code
 	}
 	if fs.NArg() > 0 {
-		return fail(exitSayInput, "unexpected argument %q", fs.Arg(0))
+		return fail(exitConfig, "unexpected argument %q", fs.Arg(0))
 	}
 	var dirs []string
 	if *dir != "" {
@@ -64,7 +58,7 @@ func cmdBundle(args []string, stdout, stderr io.Writer) int {
 		if *cfgPath != "" {
 			cfg, err := config.Load(*cfgPath, extraSections...)
 			if err != nil {
-				return fail(exitSayInput, "%s", oneLine(err))
+				return fail(exitConfig, "%s", oneLine(err))
 			}
 			if sc, err := loadSupportConfig(cfg, func(string) string { return "" }); err == nil && cfg.Extra[supportSection].Kind != 0 {
 				dirs = append(dirs, sc.Dir)
@@ -90,22 +84,22 @@ func cmdBundle(args []string, stdout, stderr io.Writer) int {
 		line = strings.TrimSpace(line)
 		switch {
 		case err != nil && line == "":
-			return fail(exitBundleFailed, "%s: no answer from the agent: %v", sock, err)
+			return fail(exitInternal, "%s: no answer from the agent: %v", sock, err)
 		case strings.HasPrefix(line, "ok "):
 			path := strings.TrimPrefix(line, "ok ")
 			if *out != "" {
 				if err := copyFile(path, *out); err != nil {
-					return fail(exitBundleFailed, "bundle written to %s, but copying it to %s failed: %v", path, *out, err)
+					return fail(exitInternal, "bundle written to %s, but copying it to %s failed: %v", path, *out, err)
 				}
 				path = *out
 			}
 			fmt.Fprintln(stdout, path)
 			return 0
 		default:
-			return fail(exitBundleFailed, "the agent could not write a bundle: %s", strings.TrimPrefix(line, "error "))
+			return fail(exitInternal, "the agent could not write a bundle: %s", strings.TrimPrefix(line, "error "))
 		}
 	}
-	return fail(exitBundleUnreachable, "no running agent answered on %s (is it running? a packaged install needs sudo; or: sudo systemctl kill -s USR1 robot-agent)", strings.Join(tried, ", "))
+	return fail(exitNetwork, "no running agent answered on %s (is it running? a packaged install needs sudo; or: sudo systemctl kill -s USR1 robot-agent)", strings.Join(tried, ", "))
 }
 
 func copyFile(src, dst string) error {

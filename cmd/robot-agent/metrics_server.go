@@ -31,7 +31,8 @@ func (a *agent) startMetrics() error {
 				"listen", m.Listen, "err", err)
 			return nil
 		}
-		return fmt.Errorf("metrics.listen %q: %w (choose a free host:port, or off)", m.Listen, err)
+		return networkFailure(fmt.Errorf("metrics.listen %q: cannot listen: %w", m.Listen, unwrapOpError(err)),
+			"choose a free port with metrics.listen / --metrics-listen, or off, or stop what listens there (ss -ltnp)")
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", a.reg.Handler())

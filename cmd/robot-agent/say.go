@@ -26,12 +26,6 @@ import (
 	"github.com/robot-agent/robot-agent/playback"
 )
 
-// Exit codes of say (and bundle): the classes of docs/deploy.md.
-const (
-	exitSayInput  = 2 // bad flags, config, or the file (missing, not a WAV)
-	exitSayDevice = 3 // the output device cannot be opened or fails
-)
-
 const sayUsage = `Usage: robot-agent say [flags] FILE.wav     (alias: play)
 
 Plays a WAV file through the configured output device (audio_devices.output,
@@ -56,14 +50,14 @@ func cmdSay(args []string, stdout, stderr io.Writer) int {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
-		return exitSayInput
+		return exitConfig
 	}
 	fail := func(code int, format string, a ...any) int {
 		fmt.Fprintf(stderr, "robot-agent: say: "+format+"\n", a...)
 		return code
 	}
 	if fs.NArg() != 1 {
-		return fail(exitSayInput, "want one WAV file (robot-agent say FILE.wav)")
+		return fail(exitConfig, "want one WAV file (robot-agent say FILE.wav)")
 	}
 	path := fs.Arg(0)
 	cfg, err := config.Load(*cfgPath, extraSections...)
@@ -72,18 +66,18 @@ func cmdSay(args []string, stdout, stderr io.Writer) int {
 		err = cfg.Validate()
 	}
 	if err != nil {
-		return fail(exitSayInput, "%s", oneLine(err))
+		return fail(exitConfig, "%s", oneLine(err))
 	}
 	audio, err := wav.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return fail(exitSayInput, "%s: no such file", path)
+			return fail(exitConfig, "%s: no such file", path)
 		}
-		return fail(exitSayInput, "%s: not a playable WAV file: %s", path, oneLine(err))
+		return fail(exitConfig, "%s: not a playable WAV file: %s", path, oneLine(err))
 	}
 	samples, err := toTTSFormat(audio, *gainDB)
 	if err != nil {
-		return fail(exitSayInput, "%s: %s", path, oneLine(err))
+		return fail(exitConfig, "%s: %s", path, oneLine(err))
 	}
 
 	log := newLogger(config.Log{Level: "warn", Format: "text"}, stderr)
@@ -93,18 +87,18 @@ func cmdSay(args []string, stdout, stderr io.Writer) int {
 	if *simOut {
 		if dir := filepath.Dir(*speakerWAV); dir != "" {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return fail(exitSayDevice, "--speaker-wav %s: %s", *speakerWAV, oneLine(err))
+				return fail(exitDevice, "--speaker-wav %s: %s", *speakerWAV, oneLine(err))
 			}
 		}
 		s, err := sim.NewSpeaker(sim.SpeakerConfig{WAVPath: *speakerWAV, PeriodFrames: cfg.Playback.PeriodMS * 24}, clk)
 		if err != nil {
-			return fail(exitSayDevice, "simulated speaker: %s", oneLine(err))
+			return fail(exitDevice, "simulated speaker: %s", oneLine(err))
 		}
 		spk, device = s, "simulated speaker → "+*speakerWAV
 	} else {
 		s, name, err := openRealSpeaker(cfg, clk, reg, log)
 		if err != nil {
-			return fail(exitSayDevice, "%s", oneLine(err))
+			return fail(exitDevice, "%s", oneLine(err))
 		}
 		spk, device = s, name
 	}
@@ -115,7 +109,7 @@ func cmdSay(args []string, stdout, stderr io.Writer) int {
 		err = cerr
 	}
 	if err != nil {
-		return fail(exitSayDevice, "%s: %s", device, oneLine(err))
+		return fail(exitDevice, "%s: %s", device, oneLine(err))
 	}
 	fmt.Fprintf(stdout, "played %s (%.2f s, %d Hz %d ch → 24000 Hz mono) on %s\n",
 		path, float64(played)/float64(hw.TTSFormat.SampleRate), audio.SampleRate, audio.Channels, device)
