@@ -10,7 +10,7 @@ RUN_FOR   ?= 20s
 # Build tags for the full (cgo) binary; detected from installed libraries.
 TAGS      ?= $(shell scripts/detect-tags.sh)
 
-.PHONY: all run build build-sim test test-go bench lint fmt vet tidy layers fuzz clean hil deps
+.PHONY: all run build build-sim test test-go bench lint fmt vet tidy layers fuzz clean hil deps chaos
 
 # Cross builds, emulated ARM tests, .deb packages, unit checks (issue 6).
 include build/build.mk
@@ -39,6 +39,12 @@ test:
 ## test-go: only the Go test suite with -race, no system set-up.
 test-go:
 	$(GO) test -race -count=1 ./...
+
+## chaos: the long fault-injection run (200 kill -9 cycles, 20 gateway restarts
+## in a 10-minute stream, network faults, a corrupted spool); prints a table.
+chaos:
+	@mkdir -p out
+	CHAOS=long $(GO) test -count=1 -timeout 60m -v ./internal/chaos/ 2>&1 | tee out/chaos.txt | grep -E '^(\||--- |ok|FAIL|PASS)'
 
 ## bench: benchmarks; results go in docs/benchmarks.md.
 bench:

@@ -40,6 +40,12 @@ func TestPackagedConfigIsValid(t *testing.T) {
 	if got := unitValues(t, "StateDirectory"); len(got) != 1 || !strings.Contains(string(mustRead(t, "config.yaml")), "dir: /var/lib/"+got[0]+"\n") {
 		t.Errorf("packaged support.dir is not /var/lib/<StateDirectory=%v>", got)
 	}
+	// The spool must live in the unit's StateDirectory, the one place
+	// the hardened unit (ProtectSystem=strict) can write.
+	state := unitValues(t, "StateDirectory")
+	if len(state) != 1 || !strings.HasPrefix(c.Spool.Path, "/var/lib/"+state[0]+"/") {
+		t.Errorf("packaged spool.path %q is not under the unit's StateDirectory %v (/var/lib/...)", c.Spool.Path, state)
+	}
 }
 
 func mustRead(t *testing.T, path string) []byte {

@@ -34,6 +34,7 @@ type Config struct {
 	Sim      Sim      `yaml:"sim"`
 	Metrics  Metrics  `yaml:"metrics"`
 	Log      Log      `yaml:"log"`
+	Spool    Spool    `yaml:"spool"`
 	// Extra holds sections owned by optional subsystems (state, skills,
 	// identity, camera) that decode them themselves.
 	Extra map[string]yaml.Node `yaml:",inline"`
@@ -138,6 +139,7 @@ func Default() Config {
 		Sim:      Sim{SpeechMS: 1500, SilenceMS: 4000, SpeakerWAV: "out/played.wav"},
 		Metrics:  Metrics{Listen: DefaultMetricsListen},
 		Log:      Log{Level: "info", Format: "text"},
+		Spool:    Spool{MaxMB: 64},
 	}
 }
 
@@ -324,5 +326,6 @@ func (c *Config) Validate() error {
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		bad("log.format", c.Log.Format, "want text or json", "")
 	}
+	c.Spool.validate(&errs)
 	return errs.Err()
 }

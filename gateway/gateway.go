@@ -473,7 +473,7 @@ func (ss *Session) Send(m protocol.Message) error {
 	}
 	if env.EventID == "" {
 		switch m.(type) {
-		case *protocol.Skill, *protocol.Arbiter, *protocol.Interrupt, *protocol.KeyframeRequest:
+		case *protocol.Skill, *protocol.Arbiter, *protocol.Interrupt, *protocol.KeyframeRequest, *protocol.GoAway:
 			ss.mu.Lock()
 			ss.evSeq++
 			env.EventID = fmt.Sprintf("%s-ev-%d", ss.ID, ss.evSeq)

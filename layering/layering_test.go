@@ -24,8 +24,11 @@ var rank = map[string]int{
 	"clock": 0, "metrics": 0, "protocol": 0, "config/field": 0,
 	"codec/pcm": 0, "codec/resample": 0, "codec/jpeg": 0,
 	"doctor": 0, "build": 0, "layering": 0,
+	"internal/faultproxy": 0,
 	// Shared types and the device seams.
 	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1,
+	// The control-event spool and the log rate limiter (issue 13).
+	"spool": 1, "logthrottle": 1,
 	"hw": 2, "codec/h264": 2,
 	// The flight recorder: rings and bundle writing over codec/wav.
 	"flightrec": 2,
@@ -38,7 +41,11 @@ var rank = map[string]int{
 	"config": 4, "uplink": 4, "video": 4, "video/videotest": 4,
 	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4,
 	// Wiring and development tools.
-	"state/modules": 5, "gateway": 5,
+	"state/modules": 5, "gateway": 5, "conformance": 5,
+	// Benchmark-only packages.
+	"hw/portaudio/handoffbench": 4,
+	// Fault-injection scenarios (tests only; they drive everything).
+	"internal/chaos": 6,
 	// The command: the one place that wires everything.
 	"cmd/robot-agent": 9,
 }

@@ -64,7 +64,7 @@ audio_devices:
 		{"audio_devices:\n  period_ms: 0\n", "audio_devices.period_ms: 0:"},
 		{"audio_devices:\n  output_buffer_ms: 1\n", "audio_devices.output_buffer_ms: 1:"},
 		{"audio_devices: [1, 2]\n", "want a mapping"},
-		{"audio_devices:\n  realtime_priority: 120\n", "realtime_priority = 120"},
+		{"audio_devices:\n  realtime_priority: 120\n", "audio_devices.realtime_priority: 120:"},
 	} {
 		_, err := loadAudioDevices(decodeTestConfig(t, tc.yaml), noEnv)
 		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
@@ -125,7 +125,7 @@ type flushSink struct {
 	log *[]string
 }
 
-func (f flushSink) Flush() { *f.log = append(*f.log, "device") }
+func (f flushSink) Flush() int { *f.log = append(*f.log, "device"); return 0 }
 
 func TestWithDeviceFlush(t *testing.T) {
 	var log []string

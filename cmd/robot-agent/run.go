@@ -24,6 +24,7 @@ import (
 	"github.com/robot-agent/robot-agent/gateway"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/hw/sim"
+	"github.com/robot-agent/robot-agent/logthrottle"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/playback"
 	"github.com/robot-agent/robot-agent/protocol"
@@ -135,13 +136,25 @@ func loadRunConfig(f *runFlags, fs *flag.FlagSet, getenv func(string) string) (c
 }
 
 func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	return slog.New(newLogHandler(c, w))
+}
+
+func newLogHandler(c config.Log, w io.Writer) slog.Handler {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: lvl}
 	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.NewTextHandler(w, opts)
+}
+
+// newThrottledLogger is the agent's logger: per-class rate limiting (a
+// flood of one kind of line costs 10 lines and one "suppressed" summary per
+// 10 s). Flush the handler at exit.
+func newThrottledLogger(c config.Log, w io.Writer, clk clock.Clock, reg *metrics.Registry) (*slog.Logger, *logthrottle.Handler) {
+	h := logthrottle.New(newLogHandler(c, w), clk, reg, logthrottle.Config{})
+	return slog.New(h), h
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -157,16 +170,18 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return reportFailure(stderr, err)
 	}
-	log := newLogger(cfg.Log, stderr)
+	clk, reg := clock.NewReal(), metrics.NewRegistry()
+	reg.RegisterRuntime()
+	log, throttle := newThrottledLogger(cfg.Log, stderr, clk, reg)
+	defer throttle.Flush()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go throttle.Run(ctx)
 	if f.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.duration)
 		defer cancel()
 	}
-	clk, reg := clock.NewReal(), metrics.NewRegistry()
-	reg.RegisterRuntime()
 	svc := newService(clk, log, reg)
 	a, err := newAgent(cfg, agentOptions{sim: f.sim, svc: svc}, clk, reg, log)
 	if err != nil {
@@ -295,6 +310,9 @@ func (a *agent) build() (err error) {
 	}
 	tts = a.recordTTS(tts)
 	ucfg.Tap = a.controlTap(ucfg.Token)
+	if ucfg.Spool, err = a.openSpool(); err != nil {
+		return err
+	}
 	a.client, err = uplink.New(ucfg, clk, reg, log, tts, a.control)
 	if err != nil {
 		return err
@@ -378,7 +396,7 @@ func (a *agent) startEmbeddedGateway() error {
 	if a.opts.gwConfig != nil {
 		gcfg = *a.opts.gwConfig
 	}
-	gw, err := gateway.New(gcfg, a.clk, metrics.NewRegistry(), a.log.With("component", "embedded-gateway"), gateway.Hooks{})
+	gw, err := gateway.New(gcfg, a.clk, metrics.NewRegistry(), embeddedGatewayLog(a.log), gateway.Hooks{})
 	if err != nil {
 		return err
 	}
