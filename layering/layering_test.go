@@ -26,7 +26,10 @@ var rank = map[string]int{
 	"doctor": 0, "build": 0, "layering": 0,
 	"internal/faultproxy": 0,
 	// Shared types and the device seams.
-	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1,
+	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1, "vad": 1,
+	// Signal processing on the seams.
+	"room": 2,
+	"aec":  3,
 	// The control-event spool and the log rate limiter (issue 13).
 	"spool": 1, "logthrottle": 1,
 	"hw": 2, "codec/h264": 2,
@@ -39,7 +42,7 @@ var rank = map[string]int{
 	"capture": 3, "playback": 3, "state": 3, "identity": 3, "skills": 3,
 	// Stages built on those.
 	"config": 4, "uplink": 4, "video": 4, "video/videotest": 4,
-	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4,
+	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4, "duplex": 4,
 	// Wiring and development tools.
 	"state/modules": 5, "gateway": 5, "conformance": 5,
 	// Benchmark-only packages.

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Prints the build tags for the real-device binary on this machine:
 # portaudio when portaudio19-dev is installed, x264 (the H264 encoder)
-# when libx264-dev is.
+# when libx264-dev is, webrtcapm (WebRTC echo canceller, VAD) when
+# libwebrtc-audio-processing-dev is, speexdsp when libspeexdsp-dev is.
 tags=()
 if pkg-config --exists portaudio-2.0 2>/dev/null; then tags+=(portaudio); fi
 if pkg-config --exists x264 2>/dev/null; then tags+=(x264); fi
+if pkg-config --exists webrtc-audio-processing 2>/dev/null; then tags+=(webrtcapm); fi
+if pkg-config --exists speexdsp 2>/dev/null; then tags+=(speexdsp); fi
 echo "${tags[*]}"

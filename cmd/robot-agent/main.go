@@ -75,6 +75,8 @@ func runMain(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdBundle(args[1:], stdout, stderr)
 	case "conformance":
 		return cmdConformance(args[1:], stdout, stderr)
+	case "duplex-bench":
+		return cmdDuplexBench(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -127,6 +127,9 @@ func loadRunConfig(f *runFlags, fs *flag.FlagSet, getenv func(string) string) (c
 	if err := validateConfig(cfg, f.sim, getenv); err != nil {
 		return cfg, err
 	}
+	if _, err := loadDuplex(cfg, getenv); err != nil { // duplex.go
+		return cfg, err
+	}
 	// The token is optional: a gateway that asks for one and gets none
 	// answers 401, which the uplink logs with the fix.
 	if err := cfg.LoadToken(getenv, false); err != nil {
@@ -264,6 +267,10 @@ func (a *agent) build() (err error) {
 	if err != nil {
 		return err
 	}
+	aecSrc, err := a.setupEchoCanceller() // full duplex where built in (duplex.go)
+	if err != nil {
+		return err
+	}
 	// The service watchdog pings only while the main loops run: the
 	// capture loop gets audio back from the mic, the playback loop hands
 	// periods to the speaker (both every few ms), the uplink beats each
@@ -322,7 +329,11 @@ func (a *agent) build() (err error) {
 	if err != nil {
 		return err
 	}
-	a.pump.SetGate(a.halfDuplexGate()) // real speaker: no self-interruption (audio_halfduplex.go)
+	if aecSrc != nil {
+		a.pump.SetOnsetGuard(aecSrc) // full duplex: the canceller's residual echo starts no utterance
+	} else {
+		a.pump.SetGate(a.halfDuplexGate()) // no self-interruption (audio_halfduplex.go)
+	}
 	a.progress = newProgressReporter(a.player, a.client, log)
 	a.progress.sessions = tagger
 	a.client.AddObserver(tagger)
@@ -443,6 +454,11 @@ func (a *agent) openAudio() error {
 		mcfg.Script = demoScript(a.cfg.Sim)
 		mcfg.Loop = true
 	}
+	echo, err := simRoom(a.cfg) // the simulated speaker is heard by the simulated mic (duplex.go)
+	if err != nil {
+		return err
+	}
+	mcfg.Room = echo
 	mic, err := sim.NewMic(mcfg, a.clk)
 	if err != nil {
 		return deviceFailure(err, "check sim.mic_wav / --mic-wav")
@@ -452,12 +468,15 @@ func (a *agent) openAudio() error {
 			return deviceFailure(fmt.Errorf("sim.speaker_wav %q: %w", a.cfg.Sim.SpeakerWAV, err), "choose a writable path with --speaker-wav")
 		}
 	}
-	spk, err := sim.NewSpeaker(sim.SpeakerConfig{WAVPath: a.cfg.Sim.SpeakerWAV, PeriodFrames: a.cfg.Playback.PeriodMS * 24}, a.clk)
+	spk, err := sim.NewSpeaker(sim.SpeakerConfig{WAVPath: a.cfg.Sim.SpeakerWAV, PeriodFrames: a.cfg.Playback.PeriodMS * 24, Room: echo}, a.clk)
 	if err != nil {
 		mic.Close()
 		return deviceFailure(err, "choose a writable path with --speaker-wav")
 	}
 	a.mic, a.speaker = mic, spk
+	if echo != nil {
+		a.speaker = newSimTapped(a, spk) // half-duplex gate unless an echo canceller takes over
+	}
 	a.closers = append(a.closers, mic.Close, spk.Close)
 	return nil
 }

@@ -84,7 +84,7 @@ func writeDeviceTiming(w io.Writer, reg *metrics.Registry) {
 			continue
 		}
 		h := reg.Histogram(p+"callback_lateness_seconds", "", nil)
-		line := fmt.Sprintf("  device:    %-6s %d callbacks, lateness p50 <= %v p99 <= %v max %v; device underflows %d, overflows %d",
+		line := fmt.Sprintf("  device:    %-6s %d callbacks, lateness p50 %s p99 %s max %v; device underflows %d, overflows %d",
 			dir, n, histBound(h, 0.5), histBound(h, 0.99), time.Duration(snap[p+"callback_lateness_max_microseconds"])*time.Microsecond,
 			snap[p+"device_underflows_total"], snap[p+"device_overflows_total"])
 		if dir == "output" {
@@ -96,17 +96,18 @@ func writeDeviceTiming(w io.Writer, reg *metrics.Registry) {
 	}
 }
 
-// histBound is the upper bound of the histogram bucket holding quantile q.
-func histBound(h *metrics.Histogram, q float64) time.Duration {
+// histBound describes the histogram bucket holding quantile q: "<= its
+// upper bound", or "> the last bound" for the overflow bucket.
+func histBound(h *metrics.Histogram, q float64) string {
 	bounds, cum := h.Buckets()
 	n := cum[len(cum)-1]
 	for i, c := range cum {
 		if float64(c) >= q*float64(n) {
 			if math.IsInf(bounds[i], 1) {
-				return time.Duration(math.MaxInt64)
+				return fmt.Sprintf("> %v", time.Duration(bounds[i-1]*float64(time.Second)))
 			}
-			return time.Duration(bounds[i] * float64(time.Second))
+			return fmt.Sprintf("<= %v", time.Duration(bounds[i]*float64(time.Second)))
 		}
 	}
-	return 0
+	return "?"
 }

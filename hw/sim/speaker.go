@@ -10,6 +10,7 @@ import (
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/codec/wav"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/room"
 )
 
 // DefaultBlockLog is how many Blocks a Speaker remembers by default.
@@ -31,6 +32,13 @@ type SpeakerConfig struct {
 	// BlockLog is how many of the most recent Blocks are remembered (a ring
 	// preallocated by NewSpeaker); 0 means DefaultBlockLog.
 	BlockLog int
+	// Room, if set, receives what plays (the first channel), positioned at
+	// the time it plays plus Latency: the echo path to a Mic sharing it.
+	Room *room.Path
+	// Latency is the simulated output latency: a block written reaches the
+	// room this long after it starts playing on the Speaker's clock, and
+	// DeviceLatency reports it (0: none).
+	Latency time.Duration
 }
 
 // Block is one Write as the Speaker played it.
@@ -65,6 +73,10 @@ type Speaker struct {
 	blocks    []Block // ring
 	nblocks   int     // total blocks ever written
 	underruns int
+
+	room    *room.Path
+	latency time.Duration
+	mono    []int16 // first channel for the room (Write goroutine)
 }
 
 // NewSpeaker returns a Speaker for cfg driven by clk.
@@ -82,7 +94,10 @@ func NewSpeaker(cfg SpeakerConfig, clk clock.Clock) (*Speaker, error) {
 	if cfg.PeriodFrames < 0 || cfg.BlockLog < 0 {
 		return nil, fmt.Errorf("sim: speaker period %d frames / block log %d must not be negative", cfg.PeriodFrames, cfg.BlockLog)
 	}
-	s := &Speaker{clk: clk, pace: clock.NewPacer(clk), format: f, period: cfg.PeriodFrames, keep: cfg.Keep}
+	if cfg.Latency < 0 {
+		return nil, fmt.Errorf("sim: speaker latency %v must not be negative", cfg.Latency)
+	}
+	s := &Speaker{clk: clk, pace: clock.NewPacer(clk), format: f, period: cfg.PeriodFrames, keep: cfg.Keep, room: cfg.Room, latency: cfg.Latency}
 	if s.period == 0 {
 		s.period = f.SampleRate / 50
 	}
@@ -150,10 +165,34 @@ func (s *Speaker) Write(p []int16) error {
 	}
 	s.mu.Unlock()
 
+	if s.room != nil {
+		mono := p
+		if ch := s.format.Channels; ch > 1 {
+			if cap(s.mono) < len(p)/ch {
+				s.mono = make([]int16, len(p)/ch)
+			}
+			mono = s.mono[:len(p)/ch]
+			for i := range mono {
+				mono[i] = p[i*ch]
+			}
+		}
+		s.room.Play(roomIndex(at+s.latency), mono, s.format.SampleRate)
+	}
+
 	if err := s.pace.WaitUntil(s.base + durationOf(s.frames, s.format.SampleRate)); err != nil {
 		return hw.ErrClosed
 	}
 	return nil
+}
+
+// DeviceLatency implements hw.LatencyReporter: Write returns when its
+// block has played, so the latency is SpeakerConfig.Latency.
+func (s *Speaker) DeviceLatency() time.Duration { return s.latency }
+
+// roomIndex converts a clock.Mono time to a 16 kHz sample index of the
+// room's common timeline.
+func roomIndex(t time.Duration) int64 {
+	return int64(t/time.Second)*room.Rate + int64(t%time.Second)*room.Rate/int64(time.Second)
 }
 
 // Close implements hw.AudioSink: a blocked Write returns hw.ErrClosed, the
