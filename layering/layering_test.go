@@ -24,6 +24,7 @@ var rank = map[string]int{
 	"clock": 0, "metrics": 0, "protocol": 0, "config/field": 0,
 	"codec/pcm": 0, "codec/resample": 0, "codec/jpeg": 0,
 	"doctor": 0, "build": 0, "layering": 0,
+	"jitter": 0, "timestretch": 0, // playout DSP cores (issue 11)
 	"internal/faultproxy": 0,
 	// Shared types and the device seams.
 	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1, "vad": 1,
@@ -43,6 +44,7 @@ var rank = map[string]int{
 	// Stages built on those.
 	"config": 4, "uplink": 4, "video": 4, "video/videotest": 4,
 	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4, "duplex": 4,
+	"jittertrace": 4, // replays traces through playback (robot-agent jitter-replay)
 	// Wiring and development tools.
 	"state/modules": 5, "gateway": 5, "conformance": 5,
 	// Benchmark-only packages.
@@ -61,7 +63,7 @@ var forbidden = []struct {
 	why  string
 }{
 	{[]string{"hw"}, []string{"periph.io/x/host/"}, "hw is a pure seam package; periph's host drivers belong in hw/host"},
-	{[]string{"protocol", "codec/...", "capture", "playback", "uplink", "config/...", "device", "clock", "metrics", "flightrec"},
+	{[]string{"protocol", "codec/...", "capture", "playback", "jitter", "timestretch", "uplink", "config/...", "device", "clock", "metrics", "flightrec"},
 		[]string{"periph.io/x/host/", "github.com/pion/", "github.com/gordonklaus/portaudio", "github.com/blackjack/webcam"},
 		"the protocol, codecs and the audio fast lane must not depend on device drivers"},
 	{[]string{"identity", "skills"}, []string{module + "/state"}, "identity and skills share types through package device, not state"},

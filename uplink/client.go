@@ -1040,8 +1040,11 @@ func (c *Client) pushTTS(id uint32, pcm []byte) {
 	}
 	c.lastRefused = id
 	code := protocol.CodeBadFrame
-	if errors.Is(err, playback.ErrStale) {
+	switch {
+	case errors.Is(err, playback.ErrStale):
 		code = protocol.CodeStaleResponse
+	case errors.Is(err, playback.ErrFull):
+		code = protocol.CodeBufferOverflow
 	}
 	c.log.Info("uplink: TTS audio refused by the jitter buffer", "response", id, "err", err)
 	c.sendError(code, fmt.Sprintf("uplink: tts audio for response %d dropped: %v", id, err), "")

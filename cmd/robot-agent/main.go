@@ -45,6 +45,7 @@ Usage:
   robot-agent say FILE.wav       play a WAV file through the output device (alias: play)
   robot-agent bundle [flags]     write a support bundle from the running agent
   robot-agent conformance [flags] check a gateway against the wire protocol
+  robot-agent jitter-replay TRACE...  replay TTS arrival traces through the jitter buffer
   robot-agent version            print version and build information
 
 Quick start (simulated mic and speaker against an embedded gateway):
@@ -75,6 +76,8 @@ func runMain(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdBundle(args[1:], stdout, stderr)
 	case "conformance":
 		return cmdConformance(args[1:], stdout, stderr)
+	case "jitter-replay":
+		return cmdJitterReplay(args[1:], stdout, stderr)
 	case "duplex-bench":
 		return cmdDuplexBench(args[1:], stdout, stderr)
 	case "version", "--version", "-version":

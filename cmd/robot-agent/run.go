@@ -302,6 +302,9 @@ func (a *agent) build() (err error) {
 			Capabilities: baseCapabilities(),
 			AudioUp:      protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: cfg.Audio.FrameMS},
 			AudioDown:    []protocol.AudioParams{{Format: "pcm16le", SampleRate: 24000, Channels: 1}},
+			// Pacing (docs/protocol.md §7.7): the gateway keeps unplayed
+			// audio within what the jitter buffer can hold.
+			PlaybackBufferMS: a.player.GuaranteedSamples() / 24,
 		},
 	}
 	if a.gw != nil {

@@ -27,6 +27,10 @@ func (a *agent) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  speaker:   %.1f s played, %d underruns, %d samples concealed, %d stale frames dropped\n",
 		float64(v("robot_agent_playback_played_samples_total"))/24000, v("robot_agent_playback_underruns_total"),
 		v("robot_agent_playback_concealed_samples_total"), v("robot_agent_playback_stale_frames_dropped_total"))
+	st := a.player.Stats()
+	fmt.Fprintf(w, "  buffer:    peak %.1f s of %.0f s cap (%.1f MiB allocated), %.1f s time-stretched, %d samples lost to overflow in %d response(s)\n",
+		float64(st.Peak)/24000, float64(a.player.CapacitySamples())/24000, float64(st.AllocatedSamples)*2/(1<<20),
+		float64(st.Stretched)/24000, st.Lost, v("robot_agent_playback_truncated_responses_total"))
 	fmt.Fprintf(w, "  control:   %d acked, %d unacked at exit, %d bad gateway messages\n",
 		v("robot_agent_control_acked_total"), a.client.Outbox().Len(),
 		v("robot_agent_uplink_bad_messages_total")+v("robot_agent_uplink_bad_frames_total")+v("robot_agent_uplink_unknown_types_total"))

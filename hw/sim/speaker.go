@@ -44,11 +44,15 @@ type SpeakerConfig struct {
 // Block is one Write as the Speaker played it.
 type Block struct {
 	At     time.Duration // clock.Mono when the block started playing
-	Frames int
+	Frames int           // frames played (fewer than Written after a Flush)
+	// Written is how many frames Write was given (what Samples holds for
+	// the block).
+	Written int
 }
 
-// Speaker is a simulated speaker. Write plays a block for its duration on
-// the clock: a block starts when the previous one ends, or at the time of
+// Speaker is a simulated speaker. It implements hw.Flusher (Flush cuts
+// the block being played with a 4 ms fade). Write plays a block for its
+// duration on the clock: a block starts when the previous one ends, or at the time of
 // the Write call if the device ran dry (the call came more than one period
 // after the previous block ended: an underrun, counted), and Write returns
 // when the block ends. See the package documentation for concurrency.
@@ -73,6 +77,14 @@ type Speaker struct {
 	blocks    []Block // ring
 	nblocks   int     // total blocks ever written
 	underruns int
+
+	// The block being played (set by Write, cut by Flush).
+	curAt     time.Duration // start
+	curFrames int64
+	curKeep   int           // index in samples of its first sample (Keep)
+	curEnd    time.Duration // end, or fade end after a Flush
+	cut       bool          // Flush cut the current block
+	flushes   int
 
 	room    *room.Path
 	latency time.Duration
@@ -155,8 +167,10 @@ func (s *Speaker) Write(p []int16) error {
 	if underrun {
 		s.underruns++
 	}
-	s.blocks[s.nblocks%len(s.blocks)] = Block{At: at, Frames: int(frames)}
+	s.blocks[s.nblocks%len(s.blocks)] = Block{At: at, Frames: int(frames), Written: int(frames)}
 	s.nblocks++
+	s.curAt, s.curFrames, s.curKeep = at, frames, len(s.samples)
+	s.curEnd, s.cut = s.base+durationOf(s.frames, s.format.SampleRate), false
 	if s.keep {
 		s.samples = append(s.samples, p...)
 	}
@@ -179,10 +193,74 @@ func (s *Speaker) Write(p []int16) error {
 		s.room.Play(roomIndex(at+s.latency), mono, s.format.SampleRate)
 	}
 
-	if err := s.pace.WaitUntil(s.base + durationOf(s.frames, s.format.SampleRate)); err != nil {
-		return hw.ErrClosed
+	// Wait for the block to play, in steps of at most flushStep so that a
+	// Flush can end it early.
+	for {
+		s.mu.Lock()
+		end, cut := s.curEnd, s.cut
+		s.mu.Unlock()
+		now := s.clk.Mono()
+		if now >= end {
+			if cut {
+				// The next block follows the fade, not the discarded rest.
+				s.base, s.frames = end, 0
+			}
+			return nil
+		}
+		if err := s.pace.WaitUntil(min(end, now+flushStep)); err != nil {
+			return hw.ErrClosed
+		}
 	}
-	return nil
+}
+
+// flushStep bounds how late a Write notices a Flush.
+const flushStep = time.Millisecond
+
+// flushFadeFrames is the fade Flush applies (4 ms at 24 kHz; scaled).
+func (s *Speaker) flushFadeFrames() int64 { return int64(s.format.SampleRate) * 4 / 1000 }
+
+// Flush implements hw.Flusher: the block playing now is faded to zero over
+// 4 ms from the current position and the rest of it is discarded (in the
+// recorded samples too, with Keep; the WAV file keeps what was written);
+// the Write playing it returns when the fade ends. It returns the number
+// of frames discarded. Any goroutine; it never blocks on the device.
+func (s *Speaker) Flush() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clk.Mono()
+	if s.closed || s.cut || now >= s.curEnd || now < s.curAt {
+		return 0
+	}
+	ch := int64(s.format.Channels)
+	pos := int64((now-s.curAt)*time.Duration(s.format.SampleRate)/time.Second) + 1
+	fade := s.flushFadeFrames()
+	if pos+fade >= s.curFrames {
+		return 0 // ends within the fade anyway
+	}
+	if s.keep {
+		blk := s.samples[s.curKeep : s.curKeep+int(s.curFrames*ch)]
+		for f := pos; f < s.curFrames; f++ {
+			g := max(0, fade-(f-pos)-1) // fade-1 .. 0, then 0
+			for c := range ch {
+				i := f*ch + c
+				blk[i] = int16(int64(blk[i]) * g / fade)
+			}
+		}
+	}
+	s.cut = true
+	s.curEnd = s.curAt + durationOf(pos+fade, s.format.SampleRate)
+	s.flushes++
+	if b := &s.blocks[(s.nblocks-1)%len(s.blocks)]; b.At == s.curAt {
+		b.Frames = int(pos + fade)
+	}
+	return int(s.curFrames - pos - fade)
+}
+
+// Flushes returns how many Flush calls cut a block.
+func (s *Speaker) Flushes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushes
 }
 
 // DeviceLatency implements hw.LatencyReporter: Write returns when its
@@ -231,6 +309,18 @@ func (s *Speaker) Samples() []int16 {
 		return nil
 	}
 	return append([]int16(nil), s.samples...)
+}
+
+// SamplesFrom returns a copy of the samples written from index i on (nil
+// unless SpeakerConfig.Keep is set); with Samples' length it lets a long
+// test read what was played incrementally.
+func (s *Speaker) SamplesFrom(i int) []int16 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.keep || i >= len(s.samples) {
+		return nil
+	}
+	return append([]int16(nil), s.samples[max(i, 0):]...)
 }
 
 // Blocks returns the most recent blocks (up to SpeakerConfig.BlockLog),
