@@ -3,7 +3,7 @@
 # and `make test` (the whole test suite, installing what it needs).
 
 GO        ?= go
-VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+VERSION   ?= $(shell build/version.sh 2>/dev/null || echo 0.0.0~unknown)
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin/robot-agent
 RUN_FOR   ?= 20s

@@ -8,8 +8,11 @@
 #   make deb         .deb for amd64, arm64, armhf in dist/, then check-deb
 #   make check-deb   control fields, contents, Depends, sysusers, unit of dist/*.deb
 #   make check-unit  systemd-analyze verify + security (exposure <= 3.0)
+#   make test-deb-upgrade  install -> upgrade (edited conffile kept) -> remove
+#                    -> purge of the .deb with dpkg in a scratch root (root
+#                    only; skipped with a message otherwise)
 #
-# Variables: VERSION (git describe), CGO_TAGS (portaudio,x264,webrtcapm,speexdsp), DIST
+# Variables: VERSION (build/version.sh), CGO_TAGS (portaudio,x264,webrtcapm,speexdsp), DIST
 # (dist), DEB_FLAVOR (cgo|pure), TEST_ARM_FLAGS (-short), TEST_ARM_TARGETS
 # (arm64 armv7).
 
@@ -18,13 +21,13 @@
 build_mk_default_goal := $(.DEFAULT_GOAL)
 
 GO ?= go
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
+VERSION ?= $(shell build/version.sh 2>/dev/null || echo 0.0.0~unknown)
 CGO_TAGS ?= portaudio,x264,webrtcapm,speexdsp
 DIST ?= $(CURDIR)/dist
 DEB_FLAVOR ?= cgo
 export GO VERSION CGO_TAGS DIST
 
-.PHONY: cross-deps cross test-arm deb check-deb check-unit clean-dist
+.PHONY: cross-deps cross test-arm deb check-deb check-unit test-deb-upgrade clean-dist
 
 cross-deps:
 	@build/install-cross-deps.sh
@@ -44,6 +47,9 @@ check-deb: cross-deps
 
 check-unit: cross-deps
 	build/check-unit.sh
+
+test-deb-upgrade: cross-deps
+	build/test-deb-upgrade.sh
 
 clean-dist:
 	rm -rf $(DIST)

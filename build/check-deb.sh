@@ -64,7 +64,9 @@ for deb in "${debs[@]}"; do
 		'-rw-r--r-- root/root .* ./lib/systemd/system/robot-agent.service$' \
 		'-rw-r--r-- root/root .* ./usr/lib/sysusers.d/robot-agent.conf$' \
 		'-rw-r--r-- root/root .* ./lib/udev/rules.d/60-robot-agent.rules$' \
-		'-rw-r--r-- root/root .* ./usr/share/robot-agent/config.yaml$'; do
+		'-rw-r--r-- root/root .* ./usr/share/robot-agent/config.yaml$' \
+		'-rw-r--r-- root/root .* ./usr/share/doc/robot-agent/copyright$' \
+		'-rw-r--r-- root/root .* ./usr/share/doc/robot-agent/changelog.Debian.gz$'; do
 		grep -Eq -- "$want" <<<"$listing" || bad "contents lack /$want/"
 	done
 	dpkg-deb -e "$deb" "$work/ctl"
@@ -101,6 +103,22 @@ for deb in "${debs[@]}"; do
 		kind=pure
 		[[ -z $depends ]] || bad "static binary but Depends is '$depends'"
 	fi
+	# The changelog's first entry is this version; the copyright file names
+	# every Go module linked into the binary.
+	if ! clv=$(zcat "$work/x/usr/share/doc/robot-agent/changelog.Debian.gz" | dpkg-parsechangelog -l - -S Version 2>&1); then
+		bad "changelog.Debian.gz does not parse: $clv"
+	elif [[ $clv != "$ver" ]]; then
+		bad "changelog.Debian.gz's first entry is $clv, package Version is $ver"
+	fi
+	mapfile -t pats < <(sed -n 's/^Files: //p' "$work/x/usr/share/doc/robot-agent/copyright" | tr ' ' '\n' | grep -vx '\*')
+	while read -r mod; do
+		covered=
+		for p in "${pats[@]}"; do
+			# shellcheck disable=SC2053 # p is a glob
+			[[ $mod == $p ]] && covered=1 && break
+		done
+		[[ -n $covered ]] || bad "the binary links Go module $mod, which build/copyright does not name"
+	done < <("$GO" version -m "$bin" | awk '$1 == "dep" {print $2}')
 	out=$(run_emulated "$target" 60 "$bin" version 2>&1) || bad "version failed: $out"
 	binver=$(awk '{print $2}' <<<"$out")
 	[[ $ver == "$(deb_version "$binver")" ]] ||

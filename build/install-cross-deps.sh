@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs, from Debian 12's own packages, what cross builds, .deb packaging
 # and the emulated tests need: cross compilers, multiarch PortAudio and x264
-# -dev packages (PortAudio, x264, WebRTC audio processing, speexdsp) for arm64 and armhf (and amd64), qemu-user, file, binutils,
-# systemd (for systemd-analyze and systemd-sysusers). Idempotent and quiet:
-# when everything is installed it only runs dpkg-query. Used by make and by
+# -dev packages (PortAudio, x264, WebRTC audio processing, speexdsp) for
+# arm64 and armhf (and amd64), qemu-user, file, binutils, systemd (for
+# systemd-analyze and systemd-sysusers), dpkg-dev (dpkg-parsechangelog, for
+# check-deb). Idempotent and quiet: when everything is installed it only
+# runs dpkg-query. Used by make and by
 # .ci/run.
 set -euo pipefail
 
@@ -11,7 +13,7 @@ foreign_arches=(arm64 armhf)
 pkgs=(
 	gcc-aarch64-linux-gnu g++-aarch64-linux-gnu
 	gcc-arm-linux-gnueabihf g++-arm-linux-gnueabihf
-	gcc g++ pkg-config binutils file bc qemu-user systemd
+	gcc g++ pkg-config binutils file bc qemu-user systemd dpkg-dev
 	portaudio19-dev libx264-dev
 	portaudio19-dev:arm64 libx264-dev:arm64
 	portaudio19-dev:armhf libx264-dev:armhf

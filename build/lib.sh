@@ -18,35 +18,80 @@ CGO_TAGS=${CGO_TAGS:-portaudio,x264,webrtcapm,speexdsp}
 # Ubuntu 22.04 2.35, Raspberry Pi OS bookworm 2.36.
 GLIBC_FLOOR=${GLIBC_FLOOR:-2.34}
 
+# git_version [DIR] prints the version of the commit checked out in DIR
+# (default: the repository), from semver tags vX.Y.Z[-pre]. It is a Debian
+# upstream version, so the binary's `version` and the package's Version are
+# the same string, and dpkg orders builds as history does:
+#
+#   at tag v1.2.3                  1.2.3
+#   at tag v2.0.0-rc.1             2.0.0~rc.1          (~: before 2.0.0)
+#   5 commits after v1.2.3         1.2.4~dev.5.gabc1234  (after 1.2.3, before 1.2.4)
+#   5 commits after v2.0.0-rc.1    2.0.0~rc.1.dev.5.gabc1234
+#   no tag yet, commit number 42   0.0.0~dev.42.gabc1234
+#   uncommitted changes            ... .dirty appended (sorts after the clean build)
+#
+# The dev number is the commit count since the tag (git describe), or of
+# the whole history when there is no tag: a child commit always counts more
+# than its parent, so later builds on one branch always sort higher (commit
+# dates can go backwards; hashes are random). A shallow clone would count
+# wrong, so it is refused.
+git_version() {
+	local dir=${1:-$ROOT} desc tag n hash dirty='' base pre maj min pat
+	git -C "$dir" rev-parse --git-dir >/dev/null 2>&1 || return 1
+	if [[ $(git -C "$dir" rev-parse --is-shallow-repository 2>/dev/null) == true ]]; then
+		echo "version: $dir is a shallow clone; the dev build number needs the full history (git fetch --unshallow)" >&2
+		return 1
+	fi
+	[[ -z $(git -C "$dir" status --porcelain --untracked-files=no 2>/dev/null) ]] || dirty=.dirty
+	hash=$(git -C "$dir" rev-parse --short=7 HEAD)
+	if desc=$(git -C "$dir" describe --tags --long --match 'v[0-9]*.[0-9]*.[0-9]*' 2>/dev/null); then
+		tag=${desc%-*-g*} n=${desc%-g*} n=${n##*-}
+		tag=${tag#v}
+		base=${tag%%-*} pre=''
+		[[ $tag == *-* ]] && pre=${tag#*-}
+		if [[ ! $base =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]]; then
+			echo "version: tag v$tag is not vMAJOR.MINOR.PATCH[-PRERELEASE]" >&2
+			return 1
+		fi
+		pre=${pre//-/.}
+		if [[ $n == 0 ]]; then
+			if [[ -n $pre ]]; then echo "$base~$pre$dirty"; else echo "$base$dirty"; fi
+			return 0
+		fi
+		if [[ -n $pre ]]; then
+			echo "$base~$pre.dev.$n.g$hash$dirty"
+		else
+			IFS=. read -r maj min pat <<<"$base"
+			echo "$maj.$min.$((pat + 1))~dev.$n.g$hash$dirty"
+		fi
+		return 0
+	fi
+	n=$(git -C "$dir" rev-list --count HEAD)
+	echo "0.0.0~dev.$n.g$hash$dirty"
+}
+
 # version: VERSION from the environment, else the one cross.sh recorded
-# (when USE_BUILT_VERSION=1), else git describe, else 0.0.0-dev.
+# (when USE_BUILT_VERSION=1), else git_version, else 0.0.0~unknown.
 if [[ -z ${VERSION:-} && ${USE_BUILT_VERSION:-} == 1 && -s $DIST/VERSION ]]; then
 	VERSION=$(cat "$DIST/VERSION")
 fi
 if [[ -z ${VERSION:-} ]]; then
-	VERSION=$(git -C "$ROOT" describe --tags --always --dirty 2>/dev/null || true)
-	VERSION=${VERSION:-0.0.0-dev}
+	VERSION=$(git_version "$ROOT" || true)
+	VERSION=${VERSION:-0.0.0~unknown}
 fi
 
-# deb_version turns a git describe string into a Debian version:
-# v1.2.3 -> 1.2.3, v1.2.3-4-gabc-dirty -> 1.2.3+4.gabc.dirty,
-# v2.0.0-rc1 -> 2.0.0~rc1, 0e3010b-dirty (no tag yet) -> 0.0.0+git0e3010b.dirty.
+# deb_version turns a version into a Debian upstream version. git_version's
+# output is one already (returned as is); a raw git describe string or a
+# semver string is converted: v1.2.3 -> 1.2.3, 2.0.0-rc.1 -> 2.0.0~rc.1,
+# 1.2.3+meta -> 1.2.3+meta.
 deb_version() {
-	local v=$1
-	if [[ $v =~ ^v?[0-9]+\.[0-9]+ ]]; then
-		v=${v#v}
-	else
-		v="0.0.0+git$v"
+	local v=${1#v}
+	if [[ ! $v =~ ^[0-9]+\.[0-9]+ ]]; then
+		v="0.0.0~git$v"
 	fi
 	if [[ $v == *-* ]]; then
 		local head=${v%%-*} tail=${v#*-}
-		if [[ $head == *+* ]]; then
-			v="$head.${tail//-/.}"
-		elif [[ $tail =~ ^(rc|alpha|beta|pre) ]]; then
-			v="$head~${tail//-/.}" # pre-releases sort before the release
-		else
-			v="$head+${tail//-/.}"
-		fi
+		v="$head~${tail//-/.}"
 	fi
 	echo "$v"
 }

@@ -5,7 +5,10 @@
 # usage: build/package-deb.sh [TARGET ...]    TARGET: amd64 arm64 armv7
 #   (default: all three; armv7 gives the armhf package)
 # env: FLAVOR (cgo: PortAudio + encoder, the default; pure: CGO_ENABLED=0),
-#      VERSION (default: the one cross.sh recorded), MAINTAINER, DIST.
+#      VERSION (default: the one cross.sh recorded), MAINTAINER, DIST,
+#      CONFIG (the default config packaged as the conffile; build/config.yaml).
+# /usr/share/doc/robot-agent gets copyright (build/copyright) and
+# changelog.Debian.gz (build/changelog.sh, from git history).
 # Depends are read off the binary: the Debian package owning each shared
 # library it needs (dpkg -S on the multiarch library), and libc6 at the
 # highest glibc symbol version it uses.
@@ -15,6 +18,7 @@ USE_BUILT_VERSION=1
 
 NFPM=${NFPM:-"$GO run github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2"}
 FLAVOR=${FLAVOR:-cgo}
+CONFIG=${CONFIG:-$ROOT/build/config.yaml}
 MAINTAINER=${MAINTAINER:-robot-agent maintainers <maintainers@robot-agent.invalid>}
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(amd64 arm64 armv7)
@@ -45,6 +49,7 @@ depends() {
 debver=$(deb_version "$VERSION")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+VERSION=$debver MAINTAINER=$MAINTAINER "$ROOT/build/changelog.sh" "$work/changelog.Debian.gz"
 for t in "${targets[@]}"; do
 	target_vars "$t"
 	bin=$(binary_path "$t" "$FLAVOR")
@@ -62,6 +67,7 @@ for t in "${targets[@]}"; do
 	# Fill the template; | is not in any value.
 	sed -e "s|@ARCH@|$DEBARCH|" -e "s|@VERSION@|$debver|" -e "s|@MAINTAINER@|$MAINTAINER|" \
 		-e "s|@BINARY@|$bin|" -e "s|@FLAVOR@|$FLAVOR|" -e "s|@TAGS@|$tags|" \
+		-e "s|@CONFIG@|$CONFIG|" -e "s|@CHANGELOG@|$work/changelog.Debian.gz|" \
 		"$ROOT/build/nfpm.yaml.in" >"$cfg.tmp"
 	awk -v deps="$deps" '$0 == "@DEPENDS@" { if (deps != "") print deps; next } { print }' "$cfg.tmp" >"$cfg"
 	out=$DIST/robot-agent_${debver}_$DEBARCH.deb

@@ -14,8 +14,12 @@ import (
 	"github.com/robot-agent/robot-agent/config"
 )
 
+// packagedSections are the optional sections build/config.yaml uses
+// (cmd/robot-agent decodes and checks them; TestPackagedConfigRuns there).
+var packagedSections = []string{"support"}
+
 func TestPackagedConfigIsValid(t *testing.T) {
-	c, err := config.Load("config.yaml")
+	c, err := config.Load("config.yaml", packagedSections...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +32,47 @@ func TestPackagedConfigIsValid(t *testing.T) {
 	if !strings.HasPrefix(c.Gateway.URL, "wss://") {
 		t.Errorf("packaged gateway.url %q is not wss://", c.Gateway.URL)
 	}
+	if c.Metrics.Listen != config.DefaultMetricsListen {
+		t.Errorf("packaged metrics.listen %q, want the default %q shown", c.Metrics.Listen, config.DefaultMetricsListen)
+	}
+	// The bundle directory is the unit's StateDirectory, the one place the
+	// service may write.
+	if got := unitValues(t, "StateDirectory"); len(got) != 1 || !strings.Contains(string(mustRead(t, "config.yaml")), "dir: /var/lib/"+got[0]+"\n") {
+		t.Errorf("packaged support.dir is not /var/lib/<StateDirectory=%v>", got)
+	}
 	// The spool must live in the unit's StateDirectory, the one place
 	// the hardened unit (ProtectSystem=strict) can write.
 	state := unitValues(t, "StateDirectory")
 	if len(state) != 1 || !strings.HasPrefix(c.Spool.Path, "/var/lib/"+state[0]+"/") {
 		t.Errorf("packaged spool.path %q is not under the unit's StateDirectory %v (/var/lib/...)", c.Spool.Path, state)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestDeployDocShowsTheShippedUnit: docs/deploy.md quotes the unit; the
+// quote must be the file the package ships, byte for byte.
+func TestDeployDocShowsTheShippedUnit(t *testing.T) {
+	doc := string(mustRead(t, "../docs/deploy.md"))
+	const open = "<!-- unit: build/systemd/robot-agent.service -->\n```ini\n"
+	i := strings.Index(doc, open)
+	if i < 0 {
+		t.Fatalf("docs/deploy.md has no %q block", strings.TrimSpace(open))
+	}
+	rest := doc[i+len(open):]
+	j := strings.Index(rest, "```\n")
+	if j < 0 {
+		t.Fatal("docs/deploy.md: unit block not closed")
+	}
+	if unit := string(mustRead(t, "systemd/robot-agent.service")); rest[:j] != unit {
+		t.Errorf("the unit quoted in docs/deploy.md differs from build/systemd/robot-agent.service; paste the file again")
 	}
 }
 
@@ -70,7 +110,7 @@ func TestUnitCredentialReachesAgent(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, id), []byte("tok-123\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := config.Load("config.yaml")
+	c, err := config.Load("config.yaml", packagedSections...)
 	if err != nil {
 		t.Fatal(err)
 	}

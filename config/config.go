@@ -116,7 +116,7 @@ type Sim struct {
 
 // Metrics configures the Prometheus endpoint.
 type Metrics struct {
-	Listen string `yaml:"listen"` // host:port, empty disables
+	Listen string `yaml:"listen"` // host:port (DefaultMetricsListen), or off
 }
 
 // Log configures logging.
@@ -137,6 +137,7 @@ func Default() Config {
 		Audio:    Audio{Config: capture.Config{Mode: capture.ModeVAD}.WithDefaults(), MicQueueMS: 2000},
 		Playback: Playback{PrebufferMS: 60, BufferMS: 320000, FadeMS: 4, PeriodMS: 10},
 		Sim:      Sim{SpeechMS: 1500, SilenceMS: 4000, SpeakerWAV: "out/played.wav"},
+		Metrics:  Metrics{Listen: DefaultMetricsListen},
 		Log:      Log{Level: "info", Format: "text"},
 		Spool:    Spool{MaxMB: 64},
 	}
@@ -314,10 +315,8 @@ func (c *Config) Validate() error {
 	rng("playback.period_ms", p.PeriodMS, 2, 100)
 	rng("sim.speech_ms", c.Sim.SpeechMS, 100, 60000)
 	rng("sim.silence_ms", c.Sim.SilenceMS, 0, 60000)
-	if c.Metrics.Listen != "" {
-		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
-			bad("metrics.listen", c.Metrics.Listen, "not host:port", "e.g. 127.0.0.1:9464, or empty to disable")
-		}
+	if err := c.Metrics.validate(); err != nil { // metrics.go
+		errs = append(errs, err)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

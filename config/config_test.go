@@ -88,7 +88,7 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{func(c *Config) { c.Audio.MicQueueMS = 5 }, "audio.mic_queue_ms: 5: want between one frame and 60000"},
 		{func(c *Config) { c.Playback.PrebufferMS = 5000 }, "playback.prebuffer_ms: 5000: want 0..2000"},
 		{func(c *Config) { c.Playback.PeriodMS = 0 }, "playback.period_ms: 0: want 2..100"},
-		{func(c *Config) { c.Metrics.Listen = "9464" }, `metrics.listen: "9464": not host:port (e.g. 127.0.0.1:9464, or empty to disable)`},
+		{func(c *Config) { c.Metrics.Listen = "9464" }, `metrics.listen: "9464": not host:port (e.g. 127.0.0.1:9464, or off to disable)`},
 		{func(c *Config) { c.Log.Level = "loud" }, `log.level: "loud": want debug, info, warn or error`},
 	}
 	for _, tc := range cases {

@@ -161,6 +161,7 @@ type Server struct {
 	m struct {
 		sessions, badFrames, badMessages, micFrames, videoFrames, controlMsgs *metrics.Counter
 		utterances, responses, interrupts, ttsChunks, authFailures            *metrics.Counter
+		micLatency                                                            *metrics.Histogram
 	}
 }
 
@@ -192,6 +193,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, h
 	s.m.responses = reg.Counter("robot_agent_gateway_responses_total", "TTS responses started.")
 	s.m.interrupts = reg.Counter("robot_agent_gateway_interrupts_total", "Interrupts sent (barge-in).")
 	s.m.ttsChunks = reg.Counter("robot_agent_gateway_tts_chunks_total", "TTS chunks sent.")
+	s.m.micLatency = reg.Histogram("robot_agent_gateway_mic_latency_seconds", "Mic frame end (robot clock) to received by the gateway, in seconds; meaningful when robot and gateway share a clock (embedded gateway).", nil)
 	return s, nil
 }
 
@@ -634,6 +636,7 @@ func (ss *Session) onMic(ctx context.Context, h protocol.Header, payload []byte,
 	s.m.micFrames.Inc()
 	n := len(payload) / 2
 	end := time.Duration(h.Timestamp)*time.Microsecond + time.Duration(n)*time.Second/16000
+	s.m.micLatency.ObserveDuration(now - end)
 	s.mu.Lock()
 	s.micLat = append(s.micLat, now-end)
 	s.mu.Unlock()

@@ -34,6 +34,8 @@ var rank = map[string]int{
 	// The control-event spool and the log rate limiter (issue 13).
 	"spool": 1, "logthrottle": 1,
 	"hw": 2, "codec/h264": 2,
+	// The flight recorder: rings and bundle writing over codec/wav.
+	"flightrec": 2,
 	// Drivers (implementations of the seams) and pipeline stages. They do
 	// not import one another: hw/sim does not import hw/portaudio,
 	// capture does not import playback, skills does not import state.
@@ -61,7 +63,7 @@ var forbidden = []struct {
 	why  string
 }{
 	{[]string{"hw"}, []string{"periph.io/x/host/"}, "hw is a pure seam package; periph's host drivers belong in hw/host"},
-	{[]string{"protocol", "codec/...", "capture", "playback", "jitter", "timestretch", "uplink", "config/...", "device", "clock", "metrics"},
+	{[]string{"protocol", "codec/...", "capture", "playback", "jitter", "timestretch", "uplink", "config/...", "device", "clock", "metrics", "flightrec"},
 		[]string{"periph.io/x/host/", "github.com/pion/", "github.com/gordonklaus/portaudio", "github.com/blackjack/webcam"},
 		"the protocol, codecs and the audio fast lane must not depend on device drivers"},
 	{[]string{"identity", "skills"}, []string{module + "/state"}, "identity and skills share types through package device, not state"},

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/robot-agent/robot-agent/metrics"
 )
 
 // latencyWindow is how many of the most recent measurements Latencies
@@ -17,10 +19,15 @@ const latencyWindow = 4096
 type latencyRecorder struct {
 	n    atomic.Uint64
 	vals [latencyWindow]atomic.Int64
+	// hist, if set, also gets every measurement (metrics.go).
+	hist *metrics.Histogram
 }
 
 // record stores d. Single writer only; never allocates.
 func (l *latencyRecorder) record(d time.Duration) {
+	if l.hist != nil {
+		l.hist.ObserveDuration(d)
+	}
 	i := l.n.Load()
 	l.vals[i%latencyWindow].Store(int64(d))
 	l.n.Store(i + 1)

@@ -327,6 +327,8 @@ type Player struct {
 
 	events  eventQueue
 	latency latencyRecorder
+	// depthHist: buffered audio while a response plays (metrics.go).
+	depthHist *metrics.Histogram
 
 	// device flush on interrupt (Run with an hw.Flusher sink)
 	fl         atomic.Pointer[hw.Flusher]
@@ -432,6 +434,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (
 	p.m.accelerated = reg.Counter("robot_agent_playback_accelerated_samples_total", "Samples removed by pitch-preserving time compression.")
 	p.m.decelerated = reg.Counter("robot_agent_playback_decelerated_samples_total", "Samples inserted by pitch-preserving time expansion.")
 	p.m.truncated = reg.Counter("robot_agent_playback_truncated_responses_total", "Responses cut short because the buffer cap was reached (overflow).")
+	p.registerHistograms(reg) // metrics.go
 	p.gain = p.fadeLen
 	log.Debug("playback: player ready", "slot_samples", cfg.SlotSamples, "slots", cfg.Slots,
 		"prebuffer_ms", cfg.PrebufferMS, "fade_ms", cfg.FadeMS)
@@ -826,6 +829,7 @@ func (p *Player) flushFill() {
 		p.depth.Add(-p.fillTaken)
 		p.m.depth.Add(-p.fillTaken)
 	}
+	p.observeDepth()
 	if p.fillPlay != 0 {
 		p.m.played.Add(p.fillPlay)
 		p.playedTotal.Add(p.fillPlay)

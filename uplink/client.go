@@ -112,6 +112,8 @@ type Config struct {
 	// client's loops are healthy — connected or backing off — for the
 	// service watchdog. It must not block.
 	Heartbeat func()
+	// Tap, if set, sees every control (text) message on the wire (tap.go).
+	Tap ControlTap
 }
 
 func (c *Config) defaults() {
@@ -236,6 +238,8 @@ type Client struct {
 
 	m        clientMetrics
 	rejected *rejectCounters
+	// micSendLatency: mic frame end → written to the WebSocket (tap.go).
+	micSendLatency *metrics.Histogram
 }
 
 type clientMetrics struct {
@@ -322,6 +326,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, t
 	c.mic = newFrameLane(cfg.MicQueue, protocol.HeaderSize+2*cfg.MicFrameMax, c.m.micDropped, c.m.micQueued)
 	c.video = newFrameLane(cfg.VideoQueue, protocol.HeaderSize+cfg.VideoMax, c.m.videoDropped, c.m.videoQueued)
 	c.sessionID.Store("")
+	c.micSendLatency = reg.Histogram(MicSendLatencyMetric, "Mic frame end (capture clock) to the frame written to the WebSocket, in seconds.", nil)
 	return c, nil
 }
 
@@ -607,6 +612,7 @@ func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, protoc
 	if err := conn.WriteMessage(websocket.TextMessage, data); err != nil {
 		return nil, neg, fmt.Errorf("%w: send hello: %v", ErrHandshake, err)
 	}
+	c.tap(true, data)
 	conn.SetReadDeadline(deadline)
 	conn.SetReadLimit(protocol.MaxControl)
 	mt, msg, err := conn.ReadMessage()
@@ -620,6 +626,7 @@ func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, protoc
 	if mt != websocket.TextMessage {
 		return nil, neg, badHello(websocket.CloseProtocolError, "bad gateway hello: first message is binary", "first gateway message is binary, want hello")
 	}
+	c.tap(false, msg)
 	m, err := protocol.DecodeFromGateway(msg)
 	if err != nil {
 		return nil, neg, badHello(websocket.CloseProtocolError, "bad gateway hello: "+err.Error(), "%v", err)
@@ -737,6 +744,9 @@ func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery 
 	defer beat.Stop()
 	write := func(mt int, data []byte) error {
 		conn.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+		if mt == websocket.TextMessage {
+			c.tap(true, data)
+		}
 		return conn.WriteMessage(mt, data)
 	}
 	for {
@@ -832,6 +842,7 @@ func (c *Client) flushQueues(write func(int, []byte) error) error {
 			if err := write(websocket.BinaryMessage, f); err != nil {
 				return err
 			}
+			c.observeMicSent(f)
 			c.mic.release()
 			c.m.micSent.Inc()
 			progressed = true
@@ -910,6 +921,7 @@ func (c *Client) readPump(ctx context.Context, conn *websocket.Conn, timeout tim
 		case websocket.BinaryMessage:
 			c.handleBinary(buf)
 		case websocket.TextMessage:
+			c.tap(false, buf)
 			if err := c.handleText(ctx, buf); err != nil {
 				return err
 			}

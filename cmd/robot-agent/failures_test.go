@@ -87,7 +87,7 @@ func TestStartupFailures(t *testing.T) {
 			line: `robot-agent: audio_devices.half_duplex: "maybe": want gate, mute or off`},
 		{name: "busy metrics port", code: exitNetwork,
 			args: []string{"run", "--sim", "--duration", "5s", "--log-level", "error", "--speaker-wav", spk, "--metrics-listen", busyAddr},
-			line: `robot-agent: metrics.listen: "` + busyAddr + `": cannot listen: bind: address already in use (fix: choose a free port with metrics.listen / --metrics-listen, or stop what listens there (ss -ltnp))`},
+			line: `robot-agent: metrics.listen: "` + busyAddr + `": cannot listen: bind: address already in use (fix: choose a free port with metrics.listen / --metrics-listen, or off, or stop what listens there (ss -ltnp))`},
 		{name: "missing mic wav", code: exitConfig,
 			args: []string{"run", "--sim", "--mic-wav", filepath.Join(dir, "nope.wav")},
 			line: `robot-agent: sim.mic_wav: "` + filepath.Join(dir, "nope.wav") + `": cannot open: no such file or directory (give a readable 16-bit PCM WAV file (--mic-wav), or leave it empty for the generated speech script)`},

@@ -5,6 +5,8 @@
 //	robot-agent gateway  [flags]   run the embedded development gateway
 //	robot-agent devices            list audio devices and cameras
 //	robot-agent doctor   [flags]   check this machine and the config
+//	robot-agent say      FILE.wav  play a WAV through the output device
+//	robot-agent bundle   [flags]   ask the running agent for a support bundle
 //	robot-agent conformance [flags] check a gateway against the protocol
 //	robot-agent version            print version and build information
 //
@@ -40,6 +42,8 @@ Usage:
   robot-agent gateway [flags]    run the embedded development gateway
   robot-agent devices            list audio devices and cameras with their modes
   robot-agent doctor [flags]     check devices, permissions, gateway and config
+  robot-agent say FILE.wav       play a WAV file through the output device (alias: play)
+  robot-agent bundle [flags]     write a support bundle from the running agent
   robot-agent conformance [flags] check a gateway against the wire protocol
   robot-agent jitter-replay TRACE...  replay TTS arrival traces through the jitter buffer
   robot-agent version            print version and build information
@@ -66,6 +70,10 @@ func runMain(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdDevices(args[1:], stdout, stderr)
 	case "doctor":
 		return cmdDoctor(args[1:], stdout, stderr)
+	case "say", "play":
+		return cmdSay(args[1:], stdout, stderr)
+	case "bundle":
+		return cmdBundle(args[1:], stdout, stderr)
 	case "conformance":
 		return cmdConformance(args[1:], stdout, stderr)
 	case "jitter-replay":

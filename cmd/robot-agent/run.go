@@ -87,7 +87,7 @@ func parseRunFlags(args []string, stderr io.Writer) (*runFlags, *flag.FlagSet, e
 	fs.StringVar(&f.ttsMode, "tts-mode", "", "embedded gateway: send TTS as binary frames or base64 JSON (gateway.tts_mode)")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error (log.level)")
 	fs.StringVar(&f.logFormat, "log-format", "", "text or json (log.format)")
-	fs.StringVar(&f.metrics, "metrics-listen", "", "serve Prometheus metrics on host:port, e.g. 127.0.0.1:9464 (metrics.listen)")
+	fs.StringVar(&f.metrics, "metrics-listen", "", "serve Prometheus metrics and /healthz on host:port, or off (metrics.listen; default "+config.DefaultMetricsListen+")")
 	fs.BoolVar(&f.quiet, "quiet", false, "do not print the summary at exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, nil, err
@@ -178,6 +178,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 		return reportFailure(stderr, err)
 	}
 	clk, reg := clock.NewReal(), metrics.NewRegistry()
+	reg.RegisterRuntime()
 	log, throttle := newThrottledLogger(cfg.Log, stderr, clk, reg)
 	defer throttle.Flush()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -239,6 +240,8 @@ type agent struct {
 	started  time.Time
 	stopped  time.Time
 	upAtStop bool // the gateway link was up when shutdown began
+	// Operator features (metrics_server.go, support.go).
+	ops operatorParts
 }
 
 // newAgent builds every part; on error it closes what it had opened and
@@ -278,6 +281,9 @@ func (a *agent) build() (err error) {
 	// second connected or not.
 	a.mic = beatingSource{a.mic, opts.svc.heartbeat("capture", 10*time.Second)}
 	a.speaker = beatingSink{a.speaker, opts.svc.heartbeat("playback", 10*time.Second)}
+	if err := a.setupRecorder(); err != nil { // flight recorder: support.go
+		return err
+	}
 	a.player, err = playback.New(playback.Config{
 		PrebufferMS:  cfg.Playback.PrebufferMS,
 		FadeMS:       cfg.Playback.FadeMS,
@@ -316,6 +322,8 @@ func (a *agent) build() (err error) {
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
 	}
+	tts = a.recordTTS(tts)
+	ucfg.Tap = a.controlTap(ucfg.Token)
 	if ucfg.Spool, err = a.openSpool(); err != nil {
 		return err
 	}
@@ -352,37 +360,10 @@ func (a *agent) build() (err error) {
 		log.Warn("gateway.allow_insecure_ws: plain ws:// to a non-loopback gateway; audio and the token cross the network unencrypted (development only)", "url", ucfg.URL)
 	}
 	a.client.SetCapabilities(a.capabilities())
-	if cfg.Metrics.Listen != "" {
-		if err := a.serveMetrics(cfg.Metrics.Listen); err != nil {
-			return err
-		}
+	if err := a.startMetrics(); err != nil { // metrics_server.go
+		return err
 	}
-	return nil
-}
-
-// serveMetrics exposes /metrics (Prometheus text) and /healthz.
-func (a *agent) serveMetrics(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return networkFailure(fmt.Errorf("metrics.listen: %q: cannot listen: %w", addr, unwrapOpError(err)),
-			"choose a free port with metrics.listen / --metrics-listen, or stop what listens there (ss -ltnp)")
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
-		a.reg.WritePrometheus(w)
-	})
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		if !a.client.Up() {
-			http.Error(w, "gateway link down", http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	a.closers = append(a.closers, srv.Close)
-	a.log.Info("metrics listening", "url", "http://"+ln.Addr().String()+"/metrics")
+	a.startSupport()
 	return nil
 }
 

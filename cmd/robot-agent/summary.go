@@ -53,8 +53,8 @@ func (a *agent) writeSummary(w io.Writer) {
 	if a.opts.sim && a.cfg.Sim.SpeakerWAV != "" {
 		fmt.Fprintf(w, "  played audio: %s\n", a.cfg.Sim.SpeakerWAV)
 	}
-	if a.cfg.Metrics.Listen != "" {
-		fmt.Fprintf(w, "  metrics:   http://%s/metrics\n", a.cfg.Metrics.Listen)
+	if a.ops.metricsURL != "" {
+		fmt.Fprintf(w, "  metrics:   %s\n", a.ops.metricsURL)
 	}
 }
 
