@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Prints the build tags for the real-device binary on this machine:
 # portaudio when portaudio19-dev is installed, x264 (the H264 encoder)
-# when libx264-dev is.
+# when libx264-dev is, opus (the Opus codec) when libopus-dev and
+# libopusfile-dev are.
 tags=()
 if pkg-config --exists portaudio-2.0 2>/dev/null; then tags+=(portaudio); fi
 if pkg-config --exists x264 2>/dev/null; then tags+=(x264); fi
+# opus: libopus through gopkg.in/hraban/opus.v2, which also links opusfile.
+if pkg-config --exists opus opusfile 2>/dev/null; then tags+=(opus); fi
 echo "${tags[*]}"
