@@ -94,12 +94,17 @@ type Message interface {
 // Envelope implements Message.
 func (m *Meta) Envelope() *Meta { return m }
 
-// AudioParams describes a PCM stream.
+// AudioParams describes an audio stream: PCM, or Opus when negotiated
+// (section 15 of docs/protocol.md, codec.go).
 type AudioParams struct {
-	Format     string `json:"format"` // always "pcm16le" in v1
+	Format     string `json:"format"` // "pcm16le" (v1), or "opus" when negotiated
 	SampleRate int    `json:"sample_rate"`
 	Channels   int    `json:"channels"`
 	FrameMS    int    `json:"frame_ms,omitempty"`
+	// Opus only (section 15): bit/s, discontinuous transmission, in-band FEC.
+	Bitrate int  `json:"bitrate,omitempty"`
+	DTX     bool `json:"dtx,omitempty"`
+	FEC     bool `json:"fec,omitempty"`
 }
 
 // RobotHello is the robot's first message (agent_meta).
@@ -115,6 +120,8 @@ type RobotHello struct {
 	AudioUp         AudioParams   `json:"audio_up"`
 	AudioDown       []AudioParams `json:"audio_down"`
 	ResumeSession   string        `json:"resume_session,omitempty"`
+	// AudioCodecs lists compressed formats offered besides PCM (codec.go).
+	AudioCodecs *AudioCodecs `json:"audio_codecs,omitempty"`
 }
 
 // Keepalive is the gateway's keepalive policy.
@@ -468,7 +475,10 @@ func validateFromGateway(m Message) error {
 		if v.Keepalive.IntervalMS < 0 || v.Keepalive.TimeoutMS < 0 {
 			return fmt.Errorf("%w: field \"keepalive\" has a negative duration", ErrMalformed)
 		}
-		return validateAudio("audio_down", v.AudioDown, 24000)
+		if err := validateChosen("audio_up", v.AudioUp, MicRate, false); err != nil {
+			return err
+		}
+		return validateChosen("audio_down", v.AudioDown, TTSRate, true)
 	case *Ack:
 		return required("event_id", v.EventID)
 	case *Error:
@@ -571,7 +581,10 @@ func validateFromRobot(m Message) error {
 		if err := required("device_id", v.DeviceID); err != nil {
 			return err
 		}
-		return validateAudio("audio_up", v.AudioUp, 16000)
+		if err := validateAudio("audio_up", v.AudioUp, 16000); err != nil {
+			return err
+		}
+		return validateCodecs(v.AudioCodecs)
 	case *Ack:
 		return required("event_id", v.EventID)
 	case *Error:
