@@ -93,6 +93,9 @@ type Config struct {
 	OutboxLimit  int // unacked control messages; default 10000
 	EventPrefix  string
 	DrainTimeout time.Duration // on shutdown, time to flush queued frames; default 2 s
+	// Codecs, if set, offers compressed audio in hello (codec.go); nil
+	// means PCM only.
+	Codecs *AudioCodecs
 	// Heartbeat, if set, is called at least every second while the
 	// client's loops are healthy — connected or backing off — for the
 	// service watchdog. It must not block.
@@ -196,6 +199,11 @@ type Client struct {
 
 	lastRefused uint32 // read pump only: last response whose audio was refused
 
+	// audio is the session's negotiated audio (set before the pumps
+	// start); micEnc the write pump's encoder (codec.go).
+	audio  protocol.SessionAudio
+	micEnc micCodec
+
 	up        atomic.Bool
 	sessionID atomic.Value // string
 	drainReq  atomic.Bool
@@ -210,6 +218,7 @@ type clientMetrics struct {
 	controlSent, ephemeralDropped            *metrics.Counter
 	badFrames, badMessages, unknownTypes     *metrics.Counter
 	gatewayErrors, ttsBytes, staleTTS        *metrics.Counter
+	micBytes                                 *metrics.Counter
 	keepaliveTimeouts, pings, goAways, dupes *metrics.Counter
 	linkUp                                   *metrics.Gauge
 }
@@ -256,6 +265,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, t
 		pings:             reg.Counter("robot_agent_uplink_pings_total", "Pings sent."),
 		goAways:           reg.Counter("robot_agent_uplink_go_aways_total", "go_away messages received."),
 		dupes:             reg.Counter("robot_agent_uplink_duplicate_events_total", "Gateway control messages received twice (acked, not handled again)."),
+		micBytes:          reg.Counter("robot_agent_uplink_mic_bytes_total", "Mic frame bytes written to the WebSocket (header included)."),
 		linkUp:            reg.Gauge("robot_agent_uplink_up", "1 while a gateway session is established."),
 	}
 	prefix := cfg.EventPrefix
@@ -267,6 +277,8 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, t
 	c.mic = newFrameLane(cfg.MicQueue, protocol.HeaderSize+2*cfg.MicFrameMax, c.m.micDropped, c.m.micQueued)
 	c.video = newFrameLane(cfg.VideoQueue, protocol.HeaderSize+cfg.VideoMax, c.m.videoDropped, c.m.videoQueued)
 	c.sessionID.Store("")
+	c.audio = protocol.PCMAudio(cfg.Hello.AudioUp.FrameMS)
+	c.micEnc.errors = reg.Counter("robot_agent_uplink_mic_encode_errors_total", "Mic frames the codec failed to encode (not sent).")
 	return c, nil
 }
 
@@ -485,6 +497,9 @@ func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, error)
 	if s, _ := c.sessionID.Load().(string); s != "" {
 		hello.ResumeSession = s
 	}
+	if c.cfg.Codecs != nil {
+		hello.AudioCodecs = &c.cfg.Codecs.Offer
+	}
 	data, err := protocol.Marshal(&hello)
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode hello: %v", ErrHandshake, err)
@@ -513,6 +528,11 @@ func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, error)
 			return nil, fmt.Errorf("%w: gateway error %s: %s", ErrHandshake, e.Code, e.Msg)
 		}
 		return nil, fmt.Errorf("%w: first gateway message is %q, want hello", ErrHandshake, m.Envelope().Type)
+	}
+	if err := c.negotiate(&hello, gh); err != nil {
+		e, _ := protocol.Marshal(&protocol.Error{Meta: protocol.Meta{Type: protocol.TypeError, TS: c.clk.Mono().Microseconds()}, Code: protocol.CodeUnsupported, Msg: err.Error()})
+		conn.WriteMessage(websocket.TextMessage, e)
+		return nil, err
 	}
 	return gh, nil
 }
@@ -651,9 +671,16 @@ func (c *Client) flushQueues(write func(int, []byte) error) error {
 			if !ok {
 				break
 			}
+			if c.audio.UpOpus() {
+				if f, ok = c.encodeMic(f); !ok {
+					c.mic.release()
+					continue
+				}
+			}
 			if err := write(websocket.BinaryMessage, f); err != nil {
 				return err
 			}
+			c.m.micBytes.Add(int64(len(f)))
 			c.mic.release()
 			c.m.micSent.Inc()
 			progressed = true
@@ -761,7 +788,7 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 }
 
 func (c *Client) handleBinary(msg []byte) {
-	h, payload, err := protocol.ParseHeader(msg)
+	h, payload, err := c.audio.ParseFrame(msg)
 	if err == nil && h.Kind != protocol.KindTTSAudio {
 		err = fmt.Errorf("%w: %s frames are robot → gateway only", protocol.ErrUnsupported, h.Kind)
 	}
@@ -775,7 +802,9 @@ func (c *Client) handleBinary(msg []byte) {
 	if c.tts == nil {
 		return
 	}
-	if len(payload) > 0 {
+	if len(payload) > 0 && c.audio.DownOpus() {
+		c.pushTTSPacket(h, payload)
+	} else if len(payload) > 0 {
 		c.pushTTS(h.Stream, payload)
 	}
 	if h.Flag == protocol.FlagTTSLast {
@@ -788,7 +817,11 @@ func (c *Client) handleBinary(msg []byte) {
 // interrupted or finished responses), so a misbehaving gateway hears about
 // it once, not per chunk. Read pump only.
 func (c *Client) pushTTS(id uint32, pcm []byte) {
-	err := c.tts.PushPCM(id, pcm)
+	c.refused(id, c.tts.PushPCM(id, pcm))
+}
+
+// refused counts and reports (once per response) audio the sink refused.
+func (c *Client) refused(id uint32, err error) {
 	if err == nil {
 		return
 	}
@@ -801,7 +834,7 @@ func (c *Client) pushTTS(id uint32, pcm []byte) {
 	if errors.Is(err, playback.ErrStale) {
 		code = protocol.CodeStaleResponse
 	}
-	c.log.Info("uplink: TTS audio refused by the jitter buffer", "response", id, "err", err)
+	c.log.Info("uplink: TTS audio refused", "response", id, "err", err)
 	c.sendError(code, fmt.Sprintf("uplink: tts audio for response %d dropped: %v", id, err), "")
 }
 

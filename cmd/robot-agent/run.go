@@ -207,6 +207,7 @@ type agent struct {
 	reg  *metrics.Registry
 	log  *slog.Logger
 
+	codec    audioCodecConfig // audio_codec section (codec_config.go)
 	gw       *gateway.Server
 	gwSrv    *http.Server
 	gwURL    string
@@ -231,6 +232,13 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 			a.close()
 		}
 	}()
+	if a.codec, err = loadAudioCodec(cfg); err != nil {
+		return nil, err
+	}
+	codecs, err := a.codec.audioCodecs(cfg.Audio.FrameMS, log)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.Gateway.URL == "" {
 		if err := a.startEmbeddedGateway(); err != nil {
 			return nil, err
@@ -278,6 +286,8 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
 	}
+	ucfg.Codecs = codecs
+	tts = wrapTTSDecoder(codecs, tts, reg, log)
 	a.client, err = uplink.New(ucfg, clk, reg, log, tts, a.control)
 	if err != nil {
 		return nil, err
@@ -353,7 +363,8 @@ func (a *agent) startEmbeddedGateway() error {
 		// that goes through the robot's safety arbiter to a GPIO output.
 		GreetSkill: &protocol.Skill{Skill: "gpio.blink", Args: json.RawMessage(`{"pin":"led_eyes","times":3,"period_ms":200}`)},
 		// In continuous mode the gateway finds the utterances.
-		ServerVAD: a.cfg.Audio.Mode == capture.ModeContinuous}
+		ServerVAD: a.cfg.Audio.Mode == capture.ModeContinuous,
+		Codec:     a.codec.Gateway}
 	if a.opts.gwConfig != nil {
 		gcfg = *a.opts.gwConfig
 	}

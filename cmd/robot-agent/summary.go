@@ -19,7 +19,7 @@ func (a *agent) writeSummary(w io.Writer) {
 		v("robot_agent_capture_utterances_total"), v("robot_agent_uplink_mic_frames_sent_total"),
 		v("robot_agent_uplink_mic_frames_dropped_total")+v("robot_agent_capture_dropped_frames_total"))
 	fmt.Fprintf(w, "  tts:       %.1f s received, %d responses played to the end, %d interrupted (barge-in)\n",
-		float64(v("robot_agent_uplink_tts_bytes_total"))/2/24000, done, interrupted)
+		ttsSeconds(v), done, interrupted)
 	fmt.Fprintf(w, "  speaker:   %.1f s played, %d underruns, %d samples concealed, %d stale frames dropped\n",
 		float64(v("robot_agent_playback_played_samples_total"))/24000, v("robot_agent_playback_underruns_total"),
 		v("robot_agent_playback_concealed_samples_total"), v("robot_agent_playback_stale_frames_dropped_total"))
@@ -32,6 +32,7 @@ func (a *agent) writeSummary(w io.Writer) {
 			v("robot_agent_skills_ok_total"), max(0, v("robot_agent_skills_total")-v("robot_agent_skills_ok_total")),
 			v("robot_agent_function_calls_total"), v("robot_agent_function_calls_delegated_total"), v("robot_agent_skills_deadman_total"))
 	}
+	a.writeCodecSummary(w)
 	a.video.writeSummary(w)
 	if a.gw != nil {
 		if p50, p99, n := percentiles(a.gw.MicLatencies()); n > 0 {

@@ -1,0 +1,135 @@
+package gateway
+
+import (
+	"cmp"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/robot-agent/robot-agent/codec/opus"
+	"github.com/robot-agent/robot-agent/protocol"
+)
+
+// Codec choices for Config.Codec.
+const (
+	CodecPCM  = "pcm"  // PCM both ways whatever the robot offers (a v1 gateway)
+	CodecOpus = "opus" // Opus for each direction the robot offers it (needs the opus build)
+)
+
+// sessionCodec is a session's Opus state: the mic decoder (read goroutine)
+// and the TTS encoder (the one streaming goroutine, under streamMu).
+type sessionCodec struct {
+	audio protocol.SessionAudio
+
+	micDec   *opus.Decoder
+	micPCM   []int16
+	micLE    []byte
+	micSeq   uint32
+	micUtt   uint32
+	micValid bool
+
+	ttsEnc  *opus.Encoder
+	ttsPkt  []byte
+	ttsPend []int16 // samples waiting for a whole packet
+}
+
+// negotiate chooses the session's audio from the robot's hello and sets up
+// the codecs. A codec that cannot be created falls back to PCM for that
+// direction (logged).
+func (s *Server) negotiate(hello *protocol.RobotHello) (sessionCodec, *protocol.GatewayHello) {
+	want := s.cfg.Codec == CodecOpus && opus.Available()
+	pol := protocol.AudioPolicy{OpusUp: want, OpusDown: want, UpBitrate: s.cfg.OpusUpBitrate,
+		DownFrameMS: 20, DownBitrate: s.cfg.OpusDownBitrate, DownFEC: true, UpDTX: true}
+	up, down := protocol.ChooseAudio(hello, pol)
+	var sc sessionCodec
+	if up.Format == protocol.FormatOpus {
+		dec, err := opus.NewDecoder(protocol.MicRate)
+		if err != nil {
+			s.log.Warn("gateway: no Opus mic decoder, choosing PCM up", "err", err)
+			up = protocol.PCMAudio(hello.AudioUp.FrameMS).Up
+		} else {
+			sc.micDec = dec
+			sc.micPCM = make([]int16, dec.MaxSamples())
+			sc.micLE = make([]byte, 2*dec.MaxSamples())
+		}
+	}
+	if down.Format == protocol.FormatOpus {
+		enc, err := opus.NewEncoder(opus.EncoderConfig{SampleRate: protocol.TTSRate, FrameMS: down.FrameMS,
+			Bitrate: cmp.Or(down.Bitrate, opus.DefaultDownBitrate), FEC: down.FEC})
+		if err != nil {
+			s.log.Warn("gateway: no Opus TTS encoder, choosing PCM down", "err", err)
+			down = protocol.PCMAudio(0).Down
+		} else {
+			sc.ttsEnc = enc
+			sc.ttsPkt = make([]byte, opus.MaxPacket)
+			down.Bitrate = enc.Config().Bitrate
+		}
+	}
+	sc.audio = protocol.SessionAudio{Up: up, Down: down}
+	return sc, &protocol.GatewayHello{Protocol: protocol.Version, AudioUp: up, AudioDown: down}
+}
+
+// decodeMic turns a mic frame's Opus packet into PCM16LE, concealing
+// packets lost within the utterance (seq gaps) first. The returned bytes
+// are valid until the next call. Read goroutine only.
+func (sc *sessionCodec) decodeMic(h protocol.Header, pkt []byte) ([]byte, error) {
+	out := sc.micLE[:0]
+	if len(pkt) == 0 {
+		return out, nil
+	}
+	if sc.micValid && h.Stream == sc.micUtt {
+		if gap := h.Seq - sc.micSeq - 1; gap > 0 && gap < 1<<31 {
+			dur := sc.micDec.LastSamples()
+			budget := protocol.MicRate * 120 / 1000
+			for k := uint32(1); k <= gap && int(k)*dur <= budget; k++ {
+				var n int
+				var err error
+				if k == gap {
+					n, err = sc.micDec.DecodeFEC(pkt, sc.micPCM[:dur])
+				} else {
+					n, err = sc.micDec.Conceal(sc.micPCM[:dur])
+				}
+				if err != nil {
+					break
+				}
+				out = appendLE(out, sc.micPCM[:n])
+			}
+		}
+	}
+	sc.micValid, sc.micSeq, sc.micUtt = true, h.Seq, h.Stream
+	n, err := sc.micDec.Decode(pkt, sc.micPCM)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mic opus packet (utterance %d seq %d): %v", protocol.ErrMalformed, h.Stream, h.Seq, err)
+	}
+	return appendLE(out, sc.micPCM[:n]), nil
+}
+
+func appendLE(b []byte, pcm []int16) []byte {
+	for _, v := range pcm {
+		b = binary.LittleEndian.AppendUint16(b, uint16(v))
+	}
+	return b
+}
+
+// encodeTTS encodes pcm (24 kHz) into whole packets, keeping a partial
+// packet for the next call; last pads it with silence and flushes it.
+func (sc *sessionCodec) encodeTTS(pcm []int16, last bool, emit func(pkt []byte, final bool) bool) bool {
+	fs := sc.ttsEnc.FrameSamples()
+	sc.ttsPend = append(sc.ttsPend, pcm...)
+	if last && len(sc.ttsPend)%fs != 0 {
+		sc.ttsPend = append(sc.ttsPend, make([]int16, fs-len(sc.ttsPend)%fs)...)
+	}
+	var off int
+	for off+fs <= len(sc.ttsPend) {
+		n, err := sc.ttsEnc.Encode(sc.ttsPend[off:off+fs], sc.ttsPkt)
+		if err != nil {
+			return false
+		}
+		off += fs
+		if !emit(sc.ttsPkt[:n], last && off == len(sc.ttsPend)) {
+			sc.ttsPend = sc.ttsPend[:0]
+			return false
+		}
+	}
+	sc.ttsPend = append(sc.ttsPend[:0], sc.ttsPend[off:]...)
+	return true
+}

@@ -1,0 +1,345 @@
+package uplink
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/playback"
+	"github.com/robot-agent/robot-agent/protocol"
+)
+
+// fakeEncoder "encodes" a frame into a 3-byte packet: a marker, the low
+// byte of the first sample and the frame count (odd length on purpose).
+type fakeEncoder struct {
+	frame  int
+	n      byte
+	resets int
+}
+
+func (e *fakeEncoder) Encode(pcm []int16, dst []byte) (int, error) {
+	if len(pcm) != e.frame {
+		return 0, fmt.Errorf("fake: %d samples", len(pcm))
+	}
+	e.n++
+	dst[0], dst[1], dst[2] = 0xAB, byte(pcm[0]), e.n
+	return 3, nil
+}
+func (e *fakeEncoder) FrameSamples() int { return e.frame }
+func (e *fakeEncoder) Reset() error      { e.resets++; return nil }
+
+// fakeGateway is a test double speaking just enough protocol: it answers
+// the robot hello with the given choice and records what arrives.
+type fakeGateway struct {
+	choice   string // audio fields of the gateway hello, JSON, leading comma
+	mu       sync.Mutex
+	hello    *protocol.RobotHello
+	frames   [][]byte
+	texts    []string
+	conn     *websocket.Conn
+	sessions int
+}
+
+func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	up := websocket.Upgrader{Subprotocols: []string{protocol.Subprotocol}}
+	c, err := up.Upgrade(w, r, nil)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	_, data, err := c.ReadMessage()
+	if err != nil {
+		return
+	}
+	m, err := protocol.DecodeFromRobot(data)
+	if err != nil {
+		return
+	}
+	g.mu.Lock()
+	g.hello = m.(*protocol.RobotHello)
+	g.conn = c
+	g.sessions++
+	g.mu.Unlock()
+	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","protocol":1,"session_id":"fake"`+g.choice+`}`))
+	for {
+		mt, data, err := c.ReadMessage()
+		if err != nil {
+			return
+		}
+		g.mu.Lock()
+		if mt == websocket.BinaryMessage {
+			g.frames = append(g.frames, data)
+		} else {
+			g.texts = append(g.texts, string(data))
+		}
+		g.mu.Unlock()
+	}
+}
+
+func (g *fakeGateway) send(t *testing.T, data []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if err := g.conn.WriteMessage(websocket.BinaryMessage, data); err != nil {
+		t.Fatal(err)
+	}
+}
+
+const (
+	pcmUp    = `,"audio_up":{"format":"pcm16le","sample_rate":16000,"channels":1,"frame_ms":20}`
+	pcmDown  = `,"audio_down":{"format":"pcm16le","sample_rate":24000,"channels":1}`
+	opusUp   = `,"audio_up":{"format":"opus","sample_rate":16000,"channels":1,"frame_ms":20,"bitrate":12000}`
+	opusDown = `,"audio_down":{"format":"opus","sample_rate":24000,"channels":1,"frame_ms":20}`
+)
+
+func testOffer(enc *fakeEncoder, got *protocol.AudioParams) *AudioCodecs {
+	return &AudioCodecs{
+		Offer: protocol.AudioCodecs{
+			Up:   []protocol.CodecOffer{{Format: protocol.FormatOpus, SampleRate: 16000, Channels: 1, FrameMS: []int{20}, Bitrate: 16000, BitrateMin: 6000, BitrateMax: 64000}},
+			Down: []protocol.CodecOffer{{Format: protocol.FormatOpus, SampleRate: 24000, Channels: 1}},
+		},
+		NewMicEncoder: func(p protocol.AudioParams) (MicEncoder, error) { *got = p; return enc, nil },
+	}
+}
+
+func startCodecClient(t *testing.T, g *fakeGateway, codecs *AudioCodecs, tts TTSSink) (*Client, *metrics.Registry) {
+	t.Helper()
+	srv := httptest.NewServer(g)
+	reg := metrics.NewRegistry()
+	c, err := New(Config{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/robot", Token: "t", DeviceID: "robot-1",
+		BackoffBase: 20 * time.Millisecond, BackoffCap: 100 * time.Millisecond, Codecs: codecs,
+		Hello: protocol.RobotHello{AgentVersion: "test", BootID: "boot",
+			AudioUp:   protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: 20},
+			AudioDown: []protocol.AudioParams{{Format: "pcm16le", SampleRate: 24000, Channels: 1}}}},
+		clock.NewReal(), reg, testLogger(t), tts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; srv.Close() })
+	return c, reg
+}
+
+func micFrame(utt, seq uint32, flag protocol.Flag, first int16) *capture.Frame {
+	s := make([]int16, 320)
+	s[0] = first
+	return &capture.Frame{Utterance: utt, Seq: seq, Flag: flag, TS: time.Duration(seq) * 20 * time.Millisecond, Samples: s}
+}
+
+// TestNegotiationUplink: the robot offers Opus; what goes on the wire
+// follows the gateway's choice, and an old gateway that says nothing gets
+// PCM.
+func TestNegotiationUplink(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		choice  string
+		opusUp  bool
+		bitrate int
+	}{
+		{"gateway chooses opus", opusUp + pcmDown, true, 12000},
+		{"gateway chooses pcm", pcmUp + pcmDown, false, 0},
+		{"old gateway says nothing", pcmDown, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &fakeGateway{choice: tc.choice}
+			enc := &fakeEncoder{frame: 320}
+			var params protocol.AudioParams
+			c, _ := startCodecClient(t, g, testOffer(enc, &params), nil)
+			waitFor(t, "session", c.Up)
+			if g.hello.AudioCodecs == nil || g.hello.AudioCodecs.Up[0].Format != "opus" {
+				t.Fatalf("hello offers %+v", g.hello.AudioCodecs)
+			}
+			c.SendMic(micFrame(1, 0, protocol.FlagStart, 5))
+			c.SendMic(micFrame(1, 1, protocol.FlagContinue, 6))
+			c.SendMic(&capture.Frame{Utterance: 1, Seq: 2, Flag: protocol.FlagEnd})
+			waitFor(t, "3 frames", func() bool { g.mu.Lock(); defer g.mu.Unlock(); return len(g.frames) == 3 })
+			for i, f := range g.frames {
+				h, p, err := protocol.ParseHeader(f)
+				if tc.opusUp && i < 2 {
+					// Odd-length packets: a PCM parser refuses them.
+					if err == nil || len(f) != protocol.HeaderSize+3 || f[protocol.HeaderSize] != 0xAB || f[protocol.HeaderSize+1] != byte(5+i) {
+						t.Fatalf("frame %d = % x, want a 3-byte packet", i, f)
+					}
+					h, _, _ = (protocol.SessionAudio{Up: protocol.AudioParams{Format: "opus"}}).ParseFrame(f)
+				} else if err != nil || (i < 2 && len(p) != 640) {
+					t.Fatalf("frame %d: %v (%d bytes)", i, err, len(p))
+				}
+				if h.Seq != uint32(i) || h.Stream != 1 {
+					t.Errorf("frame %d: seq %d stream %d", i, h.Seq, h.Stream)
+				}
+			}
+			if tc.opusUp && (params.Bitrate != tc.bitrate || params.FrameMS != 20) {
+				t.Errorf("encoder made for %+v", params)
+			}
+		})
+	}
+}
+
+// TestNegotiationRefusesWhatWasNotOffered: a gateway choosing Opus for a
+// PCM-only robot is answered unsupported and the handshake fails.
+func TestNegotiationRefusesWhatWasNotOffered(t *testing.T) {
+	g := &fakeGateway{choice: opusDown}
+	c, reg := startCodecClient(t, g, nil, &fakeTTS{})
+	waitFor(t, "two refused handshakes", func() bool { return reg.Value("robot_agent_uplink_dial_errors_total") >= 2 })
+	if c.Up() {
+		t.Fatal("session established with an unoffered codec")
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.texts) == 0 || !strings.Contains(g.texts[0], `"code":"unsupported"`) || !strings.Contains(g.texts[0], "audio_down opus") {
+		t.Errorf("robot said %q, want unsupported naming audio_down opus", g.texts)
+	}
+}
+
+// fakeDecoder "decodes" a packet into 480 samples of its first byte,
+// conceals with -1 and FEC with -2.
+type fakeDecoder struct{}
+
+func (fakeDecoder) Decode(pkt []byte, pcm []int16) (int, error) {
+	if pkt[0] == 0xFF {
+		return 0, errors.New("fake: bad packet")
+	}
+	for i := range pcm[:480] {
+		pcm[i] = int16(pkt[0])
+	}
+	return 480, nil
+}
+func (fakeDecoder) DecodeFEC(pkt []byte, pcm []int16) (int, error) {
+	for i := range pcm {
+		pcm[i] = -2
+	}
+	return len(pcm), nil
+}
+func (fakeDecoder) Conceal(pcm []int16) (int, error) {
+	for i := range pcm {
+		pcm[i] = -1
+	}
+	return len(pcm), nil
+}
+func (fakeDecoder) LastSamples() int { return 480 }
+func (fakeDecoder) MaxSamples() int  { return 2880 }
+
+func samplesOf(b []byte) []int16 {
+	out := make([]int16, len(b)/2)
+	for i := range out {
+		out[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
+	}
+	return out
+}
+
+// TestDownlinkOpusThroughClient: TTS frames of an Opus session go through
+// the decoding sink; a gap in seq is concealed (PLC, then FEC for the last
+// lost packet); a bad packet is answered bad_frame.
+func TestDownlinkOpusThroughClient(t *testing.T) {
+	g := &fakeGateway{choice: pcmUp + opusDown}
+	inner := &fakeTTS{}
+	sink := NewDecodingSink(inner, func() (PacketDecoder, error) { return fakeDecoder{}, nil }, nil, nil)
+	enc := &fakeEncoder{frame: 320}
+	var p protocol.AudioParams
+	c, _ := startCodecClient(t, g, testOffer(enc, &p), sink)
+	waitFor(t, "session", c.Up)
+	frame := func(seq uint32, b byte, flag protocol.Flag) []byte {
+		return protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindTTSAudio, Flag: flag, Stream: 1, Seq: seq}, []byte{b})
+	}
+	g.send(t, frame(10, 7, 0))
+	g.send(t, frame(13, 9, 0)) // 11 and 12 lost
+	g.send(t, frame(14, 0xFF, 0))
+	g.send(t, frame(15, 4, protocol.FlagTTSLast))
+	waitFor(t, "end of response", func() bool { inner.mu.Lock(); defer inner.mu.Unlock(); return len(inner.ended) > 0 })
+	got := samplesOf(inner.pcm[1])
+	want := []int16{7, -1, -2, 9, 4}
+	if len(got) != 5*480 {
+		t.Fatalf("got %d samples, want %d", len(got), 5*480)
+	}
+	for i, w := range want {
+		if got[i*480] != w || got[i*480+479] != w {
+			t.Errorf("block %d = %d, want %d", i, got[i*480], w)
+		}
+	}
+	waitFor(t, "bad_frame", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		for _, s := range g.texts {
+			if strings.Contains(s, `"code":"bad_frame"`) && strings.Contains(s, "seq 14") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// TestDecodingSinkConcealmentBounds: gaps across responses are not
+// concealed, and one gap conceals at most MaxConcealMS.
+func TestDecodingSinkConcealmentBounds(t *testing.T) {
+	inner := &fakeTTS{}
+	s := NewDecodingSink(inner, func() (PacketDecoder, error) { return fakeDecoder{}, nil }, nil, nil)
+	if err := s.SetDownFormat(protocol.AudioParams{Format: "opus", SampleRate: 24000, Channels: 1}); err != nil {
+		t.Fatal(err)
+	}
+	s.PushPacket(1, 1, []byte{1})
+	s.PushPacket(2, 5, []byte{2}) // new response: no concealment
+	s.PushPacket(2, 100, []byte{3})
+	if n := len(inner.pcm[1]) / 2; n != 480 {
+		t.Errorf("response 1: %d samples", n)
+	}
+	// Response 2: its packet, 120 ms of PLC (6 x 20 ms, no FEC: the gap
+	// was longer than the bound), its next packet.
+	got := samplesOf(inner.pcm[2])
+	if len(got) != 480+6*480+480 || got[480] != -1 || got[len(got)-481] != -1 || got[len(got)-1] != 3 {
+		t.Errorf("response 2: %d samples", len(got))
+	}
+	// PCM sessions pass PushPCM straight through; packets are refused.
+	s.SetDownFormat(protocol.AudioParams{Format: "pcm16le"})
+	if err := s.PushPacket(3, 1, []byte{1}); !errors.Is(err, errBadPacket) {
+		t.Errorf("packet in a PCM session: %v", err)
+	}
+}
+
+// TestDecodingSinkNoAllocs: decoding and pushing into the real player
+// does not allocate.
+func TestDecodingSinkNoAllocs(t *testing.T) {
+	p, err := playback.New(playback.Config{Slots: 1 << 12}, clock.NewFake(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewDecodingSink(p, func() (PacketDecoder, error) { return fakeDecoder{}, nil }, nil, nil)
+	s.SetDownFormat(protocol.AudioParams{Format: "opus", SampleRate: 24000, Channels: 1})
+	out := make([]int16, 480)
+	seq := uint32(0)
+	pkt := []byte{5}
+	n := testing.AllocsPerRun(200, func() {
+		seq += 2 // every other packet lost: PLC/FEC path too
+		s.PushPacket(1, seq, pkt)
+		p.Fill(out)
+		p.Fill(out)
+	})
+	if n != 0 {
+		t.Errorf("PushPacket allocates %v times", n)
+	}
+}
+
+// TestMicEncodeNoAllocs: the write pump's encoding step does not allocate.
+func TestMicEncodeNoAllocs(t *testing.T) {
+	c, err := New(Config{URL: "ws://127.0.0.1:1/v1/robot", DeviceID: "r"}, clock.NewReal(), nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.micEnc = micCodec{enc: &fakeEncoder{frame: 320}, pcm: make([]int16, 320), out: make([]byte, 2000), errors: metrics.NewRegistry().Counter("x", "")}
+	f := protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindMicAudio, Stream: 1}, make([]byte, 640))
+	if n := testing.AllocsPerRun(200, func() { c.encodeMic(f) }); n != 0 {
+		t.Errorf("encodeMic allocates %v times", n)
+	}
+}
