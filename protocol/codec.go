@@ -257,4 +257,3 @@ func ChooseAudio(robot *RobotHello, p AudioPolicy) (up, down AudioParams) {
 func (a SessionAudio) ParseFrame(msg []byte) (Header, []byte, error) {
 	return parseHeader(msg, !a.UpOpus(), !a.DownOpus())
 }
-
