@@ -227,9 +227,10 @@ type agent struct {
 
 func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (a *agent, err error) {
 	a = &agent{cfg: cfg, opts: opts, clk: clk, reg: reg, log: log}
+	built := a // the error returns below set a to nil
 	defer func() {
 		if err != nil {
-			a.close()
+			built.close()
 		}
 	}()
 	if a.codec, err = loadAudioCodec(cfg); err != nil {
