@@ -48,4 +48,3 @@ func align(rec, ref []int16, rate int) (int, float64) {
 	}
 	return fine, fineC
 }
-
