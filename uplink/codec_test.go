@@ -282,7 +282,8 @@ func TestDownlinkOpusThroughClient(t *testing.T) {
 }
 
 // TestDecodingSinkConcealmentBounds: gaps across responses are not
-// concealed, and one gap conceals at most MaxConcealMS.
+// concealed; one gap is concealed by the codec for at most MaxConcealMS
+// and filled with silence up to MaxGapMS; larger gaps are not loss.
 func TestDecodingSinkConcealmentBounds(t *testing.T) {
 	inner := &fakeTTS{}
 	s := NewDecodingSink(inner, func() (PacketDecoder, error) { return fakeDecoder{}, nil }, nil, nil)
@@ -290,16 +291,31 @@ func TestDecodingSinkConcealmentBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.PushPacket(1, 1, []byte{1})
-	s.PushPacket(2, 5, []byte{2}) // new response: no concealment
-	s.PushPacket(2, 100, []byte{3})
+	s.PushPacket(2, 5, []byte{2})   // new response: no concealment
+	s.PushPacket(2, 20, []byte{3})  // 14 lost: 6 x PLC, 8 x silence
+	s.PushPacket(2, 200, []byte{4}) // 179 lost (3.6 s): not loss
 	if n := len(inner.pcm[1]) / 2; n != 480 {
 		t.Errorf("response 1: %d samples", n)
 	}
-	// Response 2: its packet, 120 ms of PLC (6 x 20 ms, no FEC: the gap
-	// was longer than the bound), its next packet.
 	got := samplesOf(inner.pcm[2])
-	if len(got) != 480+6*480+480 || got[480] != -1 || got[len(got)-481] != -1 || got[len(got)-1] != 3 {
-		t.Errorf("response 2: %d samples", len(got))
+	var want []int16
+	block := func(v int16, k int) {
+		for i := 0; i < k*480; i++ {
+			want = append(want, v)
+		}
+	}
+	block(2, 1)
+	block(-1, 6)
+	block(0, 8)
+	block(3, 1)
+	block(4, 1)
+	if len(got) != len(want) {
+		t.Fatalf("response 2: %d samples, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("response 2 sample %d (block %d) = %d, want %d", i, i/480, got[i], want[i])
+		}
 	}
 	// PCM sessions pass PushPCM straight through; packets are refused.
 	s.SetDownFormat(protocol.AudioParams{Format: "pcm16le"})

@@ -28,8 +28,14 @@ type PacketDecoder interface {
 }
 
 // MaxConcealMS bounds the audio a DecodingSink synthesises for one gap in
-// the TTS sequence numbers; a longer gap plays the rest as an underrun.
-const MaxConcealMS = 120
+// the TTS sequence numbers (beyond it the codec's concealment has faded
+// out anyway); the rest of a gap up to MaxGapMS is filled with silence, so
+// the response keeps its timeline (and samples_played the gateway's). A
+// larger gap is not treated as loss.
+const (
+	MaxConcealMS = 120
+	MaxGapMS     = 1000
+)
 
 // DecodingSink sits in front of a PCM TTSSink (the player): in a session
 // that negotiated compressed TTS it decodes each TTS frame's packet and
@@ -146,21 +152,22 @@ func (s *DecodingSink) PushPacket(responseID, seq uint32, pkt []byte) error {
 func (s *DecodingSink) conceal(id uint32, lost int, next []byte) error {
 	s.lostPackets.Add(int64(lost))
 	dur := s.dec.LastSamples()
-	if dur <= 0 || dur > len(s.pcm) {
+	if dur <= 0 || dur > len(s.pcm) || lost*dur > protocol.TTSRate*MaxGapMS/1000 {
 		return nil
 	}
 	fits := s.maxConc / dur
-	for k := 1; k <= lost && k <= fits; k++ {
+	for k := 1; k <= lost; k++ {
 		buf := s.pcm[:dur]
-		var n int
-		var err error
-		if k == lost {
-			n, err = s.dec.DecodeFEC(next, buf)
-			if err == nil {
+		n, err := dur, error(nil)
+		switch {
+		case k == lost && k <= fits:
+			if n, err = s.dec.DecodeFEC(next, buf); err == nil {
 				s.fecFrames.Inc()
 			}
-		} else {
+		case k <= fits:
 			n, err = s.dec.Conceal(buf)
+		default: // beyond what the codec conceals: silence
+			clear(buf)
 		}
 		if err != nil {
 			return nil // the packet itself will report what is wrong
