@@ -133,3 +133,16 @@ func (sc *sessionCodec) encodeTTS(pcm []int16, last bool, emit func(pkt []byte, 
 	sc.ttsPend = append(sc.ttsPend[:0], sc.ttsPend[off:]...)
 	return true
 }
+
+// WireStats is what the gateway counted on the wire: mic frames received
+// and TTS frames sent (whole binary messages, header included).
+type WireStats struct {
+	MicBytes, MicFrames int64
+	TTSBytes, TTSFrames int64
+}
+
+// WireStats returns the counts so far, over all sessions.
+func (s *Server) WireStats() WireStats {
+	return WireStats{MicBytes: s.m.micBytes.Value(), MicFrames: s.m.micFrames.Value(),
+		TTSBytes: s.m.ttsBytes.Value(), TTSFrames: s.m.ttsFrames.Value()}
+}

@@ -166,7 +166,7 @@ type Server struct {
 	m struct {
 		sessions, badFrames, badMessages, micFrames, videoFrames, controlMsgs *metrics.Counter
 		utterances, responses, interrupts, ttsChunks, authFailures            *metrics.Counter
-		micBytes, ttsBytes                                                    *metrics.Counter
+		micBytes, ttsBytes, ttsFrames                                         *metrics.Counter
 	}
 }
 
@@ -199,6 +199,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, h
 	s.m.interrupts = reg.Counter("robot_agent_gateway_interrupts_total", "Interrupts sent (barge-in).")
 	s.m.micBytes = reg.Counter("robot_agent_gateway_mic_bytes_total", "Mic frame bytes received (whole binary messages).")
 	s.m.ttsBytes = reg.Counter("robot_agent_gateway_tts_bytes_total", "TTS frame bytes sent (whole binary messages).")
+	s.m.ttsFrames = reg.Counter("robot_agent_gateway_tts_frames_total", "TTS binary frames sent.")
 	s.m.ttsChunks = reg.Counter("robot_agent_gateway_tts_chunks_total", "TTS chunks sent.")
 	return s, nil
 }
@@ -857,5 +858,6 @@ func (ss *Session) sendTTSFrame(id uint32, payload []byte, last bool) bool {
 	}
 	frame := protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindTTSAudio, Flag: flag, Stream: id, Seq: seq, Timestamp: s.clk.Mono().Microseconds()}, payload)
 	s.m.ttsBytes.Add(int64(len(frame)))
+	s.m.ttsFrames.Inc()
 	return ss.SendRaw(websocket.BinaryMessage, frame) == nil
 }

@@ -300,3 +300,27 @@ func BenchmarkConceal20ms24k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFullDuplexMinute is the robot's codec work for one minute of
+// full-duplex Opus at the defaults: encoding 3000 mic frames (16 kHz,
+// 20 ms, 16 kbit/s) and decoding 3000 TTS packets (24 kHz, 20 ms,
+// 24 kbit/s). ns/op is CPU time per minute of conversation on one core;
+// cpu_% is that as a share of the minute.
+func BenchmarkFullDuplexMinute(b *testing.B) {
+	mic := voiced(16000*2, 16000)
+	pkts := encodeAll(b, EncoderConfig{SampleRate: 24000, Bitrate: DefaultDownBitrate, FEC: true}, voiced(24000*2, 24000))
+	enc, _ := NewEncoder(EncoderConfig{})
+	dec, _ := NewDecoder(24000)
+	pkt := make([]byte, MaxPacket)
+	pcm := make([]int16, dec.MaxSamples())
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for f := 0; f < 3000; f++ {
+			off := (f % 100) * 320
+			enc.Encode(mic[off:off+320], pkt)
+			dec.Decode(pkts[f%len(pkts)], pcm)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/60e9*100, "cpu_%")
+}
