@@ -94,17 +94,24 @@ type Message interface {
 // Envelope implements Message.
 func (m *Meta) Envelope() *Meta { return m }
 
-// AudioParams describes an audio stream: PCM, or Opus when negotiated
-// (section 15 of docs/protocol.md, codec.go).
+// FormatPCM16LE is the audio format every v1 peer supports.
+const FormatPCM16LE = "pcm16le"
+
+// AudioParams describes an audio stream. New optional fields (for example
+// codec parameters) may be added in minor versions; receivers ignore the
+// ones they do not know.
 type AudioParams struct {
-	Format     string `json:"format"` // "pcm16le" (v1), or "opus" when negotiated
+	Format     string `json:"format"` // "pcm16le" (v1), or "opus" (§17, codec.go)
 	SampleRate int    `json:"sample_rate"`
 	Channels   int    `json:"channels"`
 	FrameMS    int    `json:"frame_ms,omitempty"`
-	// Opus only (section 15): bit/s, discontinuous transmission, in-band FEC.
-	Bitrate int  `json:"bitrate,omitempty"`
-	DTX     bool `json:"dtx,omitempty"`
-	FEC     bool `json:"fec,omitempty"`
+	// Opus parameters (§17): bit/s chosen or offered, the range a gateway
+	// may choose from, discontinuous transmission, in-band FEC.
+	Bitrate    int  `json:"bitrate,omitempty"`
+	BitrateMin int  `json:"bitrate_min,omitempty"`
+	BitrateMax int  `json:"bitrate_max,omitempty"`
+	DTX        bool `json:"dtx,omitempty"`
+	FEC        bool `json:"fec,omitempty"`
 }
 
 // RobotHello is the robot's first message (agent_meta).
@@ -120,8 +127,28 @@ type RobotHello struct {
 	AudioUp         AudioParams   `json:"audio_up"`
 	AudioDown       []AudioParams `json:"audio_down"`
 	ResumeSession   string        `json:"resume_session,omitempty"`
-	// AudioCodecs lists compressed formats offered besides PCM (codec.go).
-	AudioCodecs *AudioCodecs `json:"audio_codecs,omitempty"`
+	// Minor is the protocol minor version the robot speaks (v1.1: 1).
+	// Absent (0) is v1.0. See docs/protocol.md §10.
+	Minor int `json:"protocol_minor,omitempty"`
+	// Audio, if present, offers formats in order of preference (v1.1
+	// negotiation, §3.9). The v1 fields AudioUp/AudioDown stay filled with
+	// the PCM formats so that v1.0 gateways keep working.
+	Audio *AudioOffer `json:"audio,omitempty"`
+}
+
+// AudioOffer is the robot's v1.1 audio negotiation section: every format it
+// can send (Up) and play (Down), most preferred first. PCM16LE (16 kHz up,
+// 24 kHz down) is always present.
+type AudioOffer struct {
+	Up   []AudioParams `json:"up"`
+	Down []AudioParams `json:"down"`
+}
+
+// AudioChoice is the gateway's answer to an AudioOffer: one format each way,
+// taken from the robot's offer.
+type AudioChoice struct {
+	Up   AudioParams `json:"up"`
+	Down AudioParams `json:"down"`
 }
 
 // Keepalive is the gateway's keepalive policy.
@@ -139,6 +166,84 @@ type GatewayHello struct {
 	AudioUp   AudioParams `json:"audio_up"`
 	AudioDown AudioParams `json:"audio_down"`
 	Keepalive Keepalive   `json:"keepalive"`
+	// Minor is the minor version the gateway speaks (absent: v1.0). The
+	// session runs at min(robot minor, gateway minor).
+	Minor int `json:"protocol_minor,omitempty"`
+	// Capabilities lists optional gateway features (Gateway* constants);
+	// receivers ignore strings they do not know.
+	Capabilities []string `json:"capabilities,omitempty"`
+	// Audio, if present, is the gateway's choice from the robot's
+	// AudioOffer; it then replaces AudioUp/AudioDown (§3.9).
+	Audio *AudioChoice `json:"audio,omitempty"`
+}
+
+// Gateway capability strings (GatewayHello.Capabilities, v1.1).
+const (
+	GatewayCapResume    = "resume"     // honours resume_session (§3.5)
+	GatewayCapGoAway    = "go_away"    // sends go_away before a planned shutdown
+	GatewayCapRateLimit = "rate_limit" // answers floods with rate_limited
+)
+
+// MinorVersion is the protocol minor version this package speaks (v1.1).
+const MinorVersion = 1
+
+// Negotiated is what a hello exchange settles (§3.9).
+type Negotiated struct {
+	Minor     int         // min(robot minor, gateway minor)
+	AudioUp   AudioParams // mic format
+	AudioDown AudioParams // TTS format
+	Keepalive Keepalive   // with the defaults applied per field
+	Resumed   bool
+}
+
+// Negotiate works out the session parameters from the robot's hello and
+// the gateway's answer, applying the v1.1 rules: the minor version is the
+// smaller of the two; audio comes from the gateway's "audio" choice when
+// present (it must be one of the robot's offers) and otherwise is the v1
+// PCM pair; each keepalive field that is 0 or absent takes its default on
+// its own. The error wraps ErrUnsupported and names the field.
+func Negotiate(r *RobotHello, g *GatewayHello, defaults Keepalive) (Negotiated, error) {
+	n := Negotiated{Minor: min(r.Minor, g.Minor), Keepalive: g.Keepalive, Resumed: g.Resumed}
+	if n.Keepalive.IntervalMS <= 0 {
+		n.Keepalive.IntervalMS = defaults.IntervalMS
+	}
+	if n.Keepalive.TimeoutMS <= 0 {
+		n.Keepalive.TimeoutMS = defaults.TimeoutMS
+	}
+	n.AudioUp = AudioParams{Format: FormatPCM16LE, SampleRate: 16000, Channels: 1, FrameMS: r.AudioUp.FrameMS}
+	n.AudioDown = AudioParams{Format: FormatPCM16LE, SampleRate: 24000, Channels: 1}
+	if g.Audio == nil {
+		return n, nil
+	}
+	up, down := []AudioParams{r.AudioUp}, r.AudioDown
+	if r.Audio != nil {
+		up, down = r.Audio.Up, r.Audio.Down
+	}
+	if !offered(up, g.Audio.Up) {
+		return n, fmt.Errorf("%w: field \"audio.up\" %s was not offered by the robot", ErrUnsupported, g.Audio.Up)
+	}
+	if !offered(down, g.Audio.Down) {
+		return n, fmt.Errorf("%w: field \"audio.down\" %s was not offered by the robot", ErrUnsupported, g.Audio.Down)
+	}
+	n.AudioUp, n.AudioDown = g.Audio.Up, g.Audio.Down
+	if n.AudioUp.FrameMS == 0 {
+		n.AudioUp.FrameMS = r.AudioUp.FrameMS
+	}
+	return n, nil
+}
+
+func offered(list []AudioParams, p AudioParams) bool {
+	for _, o := range list {
+		if o.Format == p.Format && o.SampleRate == p.SampleRate && o.Channels == p.Channels {
+			return true
+		}
+	}
+	return false
+}
+
+// String formats p for error messages.
+func (p AudioParams) String() string {
+	return fmt.Sprintf("%s/%d Hz/%d ch", p.Format, p.SampleRate, p.Channels)
 }
 
 // Ack acknowledges the control message whose event_id it carries.
@@ -391,6 +496,34 @@ func PeekType(data []byte, limit int) (Meta, error) {
 	return m, nil
 }
 
+// RefOf returns the event_id to put in the "ref" of an error answering
+// data: the value of a top-level string member "event_id" when data is a
+// JSON object that has one, whatever else is wrong with the message (no
+// type, a field of the wrong type, too large). Otherwise "". It implements
+// the rule of docs/protocol.md §9.1.
+func RefOf(data []byte) string {
+	var probe struct {
+		EventID json.RawMessage `json:"event_id"`
+	}
+	if json.Unmarshal(data, &probe) != nil {
+		// A field of the wrong type elsewhere still leaves event_id
+		// decoded; only syntax errors and non-objects end here.
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(data, &obj) != nil {
+			return ""
+		}
+		probe.EventID = obj["event_id"]
+	}
+	var id string
+	if len(probe.EventID) == 0 || json.Unmarshal(probe.EventID, &id) != nil || len(id) > MaxEventID {
+		return ""
+	}
+	return id
+}
+
+// MaxEventID is the longest event_id a sender may use (bytes).
+const MaxEventID = 128
+
 func required(field, v string) error {
 	if v == "" {
 		return fmt.Errorf("%w: field %q is missing or empty", ErrMalformed, field)
@@ -475,10 +608,25 @@ func validateFromGateway(m Message) error {
 		if v.Keepalive.IntervalMS < 0 || v.Keepalive.TimeoutMS < 0 {
 			return fmt.Errorf("%w: field \"keepalive\" has a negative duration", ErrMalformed)
 		}
-		if err := validateChosen("audio_up", v.AudioUp, MicRate, false); err != nil {
-			return err
+		if v.Minor < 0 {
+			return fmt.Errorf("%w: field \"protocol_minor\" is %d, must be >= 0", ErrMalformed, v.Minor)
 		}
-		return validateChosen("audio_down", v.AudioDown, TTSRate, true)
+		if v.Audio != nil {
+			// v1.1: the choice replaces audio_up/audio_down; whether it
+			// was offered is checked against the robot's hello
+			// (Negotiate).
+			if err := validParams("audio.up", v.Audio.Up); err != nil {
+				return err
+			}
+			if err := validParams("audio.down", v.Audio.Down); err != nil {
+				return err
+			}
+			if err := validateChosen("audio.up", v.Audio.Up, MicRate); err != nil {
+				return err
+			}
+			return validateChosen("audio.down", v.Audio.Down, TTSRate)
+		}
+		return validateAudio("audio_down", v.AudioDown, 24000)
 	case *Ack:
 		return required("event_id", v.EventID)
 	case *Error:
@@ -519,6 +667,17 @@ func validateFromGateway(m Message) error {
 			return err
 		}
 		return required("skill", v.Skill)
+	}
+	return nil
+}
+
+// validParams checks that an AudioParams of any format is complete.
+func validParams(field string, p AudioParams) error {
+	if p.Format == "" {
+		return fmt.Errorf("%w: field %q has no format", ErrMalformed, field)
+	}
+	if p.SampleRate <= 0 || p.Channels <= 0 {
+		return fmt.Errorf("%w: field %q is %d Hz x %d channels, want both > 0", ErrMalformed, field, p.SampleRate, p.Channels)
 	}
 	return nil
 }
@@ -581,10 +740,25 @@ func validateFromRobot(m Message) error {
 		if err := required("device_id", v.DeviceID); err != nil {
 			return err
 		}
-		if err := validateAudio("audio_up", v.AudioUp, 16000); err != nil {
-			return err
+		if v.Minor < 0 {
+			return fmt.Errorf("%w: field \"protocol_minor\" is %d, must be >= 0", ErrMalformed, v.Minor)
 		}
-		return validateCodecs(v.AudioCodecs)
+		if v.Audio != nil {
+			for i, p := range v.Audio.Up {
+				if err := validParams(fmt.Sprintf("audio.up[%d]", i), p); err != nil {
+					return err
+				}
+			}
+			for i, p := range v.Audio.Down {
+				if err := validParams(fmt.Sprintf("audio.down[%d]", i), p); err != nil {
+					return err
+				}
+			}
+			if err := validateOffers(v.Audio); err != nil {
+				return err
+			}
+		}
+		return validateAudio("audio_up", v.AudioUp, 16000)
 	case *Ack:
 		return required("event_id", v.EventID)
 	case *Error:
