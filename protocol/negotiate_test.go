@@ -5,7 +5,9 @@ import (
 	"testing"
 )
 
-func pcmUp() AudioParams   { return AudioParams{Format: FormatPCM16LE, SampleRate: 16000, Channels: 1, FrameMS: 20} }
+func pcmUp() AudioParams {
+	return AudioParams{Format: FormatPCM16LE, SampleRate: 16000, Channels: 1, FrameMS: 20}
+}
 func pcmDown() AudioParams { return AudioParams{Format: FormatPCM16LE, SampleRate: 24000, Channels: 1} }
 
 // TestSpec_3_9_Negotiate covers the v1.1 hello negotiation rules: minor
