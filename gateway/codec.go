@@ -39,7 +39,12 @@ func (s *Server) negotiate(hello *protocol.RobotHello) (sessionCodec, *protocol.
 	want := s.cfg.Codec == CodecOpus && opus.Available()
 	pol := protocol.AudioPolicy{OpusUp: want, OpusDown: want, UpBitrate: s.cfg.OpusUpBitrate,
 		DownFrameMS: 20, DownBitrate: s.cfg.OpusDownBitrate, DownFEC: true, UpDTX: true}
-	up, down := protocol.ChooseAudio(hello, pol)
+	choice := protocol.ChooseAudio(hello, pol)
+	pcm := protocol.PCMAudio(hello.AudioUp.FrameMS)
+	up, down := pcm.Up, pcm.Down
+	if choice != nil {
+		up, down = choice.Up, choice.Down
+	}
 	var sc sessionCodec
 	if up.Format == protocol.FormatOpus {
 		dec, err := opus.NewDecoder(protocol.MicRate)
@@ -65,7 +70,12 @@ func (s *Server) negotiate(hello *protocol.RobotHello) (sessionCodec, *protocol.
 		}
 	}
 	sc.audio = protocol.SessionAudio{Up: up, Down: down}
-	return sc, &protocol.GatewayHello{Protocol: protocol.Version, AudioUp: up, AudioDown: down}
+	gh := &protocol.GatewayHello{Protocol: protocol.Version, AudioUp: pcm.Up, AudioDown: pcm.Down}
+	if choice != nil {
+		gh.Minor = protocol.MinorVersion
+		gh.Audio = &protocol.AudioChoice{Up: up, Down: down}
+	}
+	return sc, gh
 }
 
 // decodeMic turns a mic frame's Opus packet into PCM16LE, concealing

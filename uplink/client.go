@@ -497,8 +497,9 @@ func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, error)
 	if s, _ := c.sessionID.Load().(string); s != "" {
 		hello.ResumeSession = s
 	}
-	if c.cfg.Codecs != nil {
-		hello.AudioCodecs = &c.cfg.Codecs.Offer
+	if c.cfg.Codecs != nil && hello.Audio == nil {
+		hello.Minor = max(hello.Minor, protocol.MinorVersion)
+		hello.Audio = c.audioOffer(&hello)
 	}
 	data, err := protocol.Marshal(&hello)
 	if err != nil {
@@ -529,9 +530,9 @@ func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, error)
 		}
 		return nil, fmt.Errorf("%w: first gateway message is %q, want hello", ErrHandshake, m.Envelope().Type)
 	}
+	// A choice that was not offered is a bad hello: no error message, the
+	// session closes with 1002 (docs/protocol.md 3.1 step 6).
 	if err := c.negotiate(&hello, gh); err != nil {
-		e, _ := protocol.Marshal(&protocol.Error{Meta: protocol.Meta{Type: protocol.TypeError, TS: c.clk.Mono().Microseconds()}, Code: protocol.CodeUnsupported, Msg: err.Error()})
-		conn.WriteMessage(websocket.TextMessage, e)
 		return nil, err
 	}
 	return gh, nil

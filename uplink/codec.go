@@ -21,10 +21,11 @@ type MicEncoder interface {
 }
 
 // AudioCodecs lets a Client offer compressed audio in its hello
-// (docs/protocol.md section 15) and speak what the gateway chooses.
+// (docs/protocol.md §3.9, §17) and speak what the gateway chooses.
 type AudioCodecs struct {
-	// Offer is sent as the hello's audio_codecs.
-	Offer protocol.AudioCodecs
+	// Offer lists the compressed formats, most preferred first; the
+	// hello's audio offer is these followed by the PCM formats.
+	Offer protocol.AudioOffer
 	// NewMicEncoder returns the uplink encoder for the chosen parameters
 	// (nil if the offer has no up formats). It is called on the session
 	// goroutine when a session negotiates compressed mic audio, not on
@@ -57,11 +58,22 @@ type micCodec struct {
 	lastErr error
 }
 
+// audioOffer returns the hello's v1.1 audio offer: the configured codecs,
+// then the v1 PCM formats.
+func (c *Client) audioOffer(h *protocol.RobotHello) *protocol.AudioOffer {
+	o := &protocol.AudioOffer{Up: []protocol.AudioParams{h.AudioUp}, Down: h.AudioDown}
+	if cs := c.cfg.Codecs; cs != nil {
+		o.Up = append(append([]protocol.AudioParams(nil), cs.Offer.Up...), o.Up...)
+		o.Down = append(append([]protocol.AudioParams(nil), cs.Offer.Down...), o.Down...)
+	}
+	return o
+}
+
 // negotiate checks the gateway's audio choice against the hello sent and
 // prepares the encoder and the TTS sink for it. Session goroutine, before
 // the pumps start.
 func (c *Client) negotiate(hello *protocol.RobotHello, gh *protocol.GatewayHello) error {
-	sa, err := protocol.CheckChoice(hello, gh)
+	sa, err := protocol.NegotiateAudio(hello, gh)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrHandshake, err)
 	}

@@ -97,17 +97,23 @@ func (g *fakeGateway) send(t *testing.T, data []byte) {
 }
 
 const (
-	pcmUp    = `,"audio_up":{"format":"pcm16le","sample_rate":16000,"channels":1,"frame_ms":20}`
-	pcmDown  = `,"audio_down":{"format":"pcm16le","sample_rate":24000,"channels":1}`
-	opusUp   = `,"audio_up":{"format":"opus","sample_rate":16000,"channels":1,"frame_ms":20,"bitrate":12000}`
-	opusDown = `,"audio_down":{"format":"opus","sample_rate":24000,"channels":1,"frame_ms":20}`
+	v1Audio  = `,"audio_up":{"format":"pcm16le","sample_rate":16000,"channels":1,"frame_ms":20},"audio_down":{"format":"pcm16le","sample_rate":24000,"channels":1}`
+	pcmUp    = `{"format":"pcm16le","sample_rate":16000,"channels":1,"frame_ms":20}`
+	pcmDown  = `{"format":"pcm16le","sample_rate":24000,"channels":1}`
+	opusUp   = `{"format":"opus","sample_rate":16000,"channels":1,"frame_ms":20,"bitrate":12000}`
+	opusDown = `{"format":"opus","sample_rate":24000,"channels":1,"frame_ms":20}`
 )
+
+// choice is a gateway hello's audio fields choosing up and down (v1.1).
+func choice(up, down string) string {
+	return v1Audio + `,"protocol_minor":1,"audio":{"up":` + up + `,"down":` + down + `}`
+}
 
 func testOffer(enc *fakeEncoder, got *protocol.AudioParams) *AudioCodecs {
 	return &AudioCodecs{
-		Offer: protocol.AudioCodecs{
-			Up:   []protocol.CodecOffer{{Format: protocol.FormatOpus, SampleRate: 16000, Channels: 1, FrameMS: []int{20}, Bitrate: 16000, BitrateMin: 6000, BitrateMax: 64000}},
-			Down: []protocol.CodecOffer{{Format: protocol.FormatOpus, SampleRate: 24000, Channels: 1}},
+		Offer: protocol.AudioOffer{
+			Up:   []protocol.AudioParams{{Format: protocol.FormatOpus, SampleRate: 16000, Channels: 1, FrameMS: 20, Bitrate: 16000, BitrateMin: 6000, BitrateMax: 64000}},
+			Down: []protocol.AudioParams{{Format: protocol.FormatOpus, SampleRate: 24000, Channels: 1}},
 		},
 		NewMicEncoder: func(p protocol.AudioParams) (MicEncoder, error) { *got = p; return enc, nil },
 	}
@@ -149,9 +155,9 @@ func TestNegotiationUplink(t *testing.T) {
 		opusUp  bool
 		bitrate int
 	}{
-		{"gateway chooses opus", opusUp + pcmDown, true, 12000},
-		{"gateway chooses pcm", pcmUp + pcmDown, false, 0},
-		{"old gateway says nothing", pcmDown, false, 0},
+		{"gateway chooses opus", choice(opusUp, pcmDown), true, 12000},
+		{"gateway chooses pcm", choice(pcmUp, pcmDown), false, 0},
+		{"old gateway says nothing", v1Audio, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &fakeGateway{choice: tc.choice}
@@ -159,8 +165,8 @@ func TestNegotiationUplink(t *testing.T) {
 			var params protocol.AudioParams
 			c, _ := startCodecClient(t, g, testOffer(enc, &params), nil)
 			waitFor(t, "session", c.Up)
-			if g.hello.AudioCodecs == nil || g.hello.AudioCodecs.Up[0].Format != "opus" {
-				t.Fatalf("hello offers %+v", g.hello.AudioCodecs)
+			if a := g.hello.Audio; a == nil || a.Up[0].Format != "opus" || a.Up[1].Format != "pcm16le" || a.Down[0].Format != "opus" || a.Down[1].Format != "pcm16le" {
+				t.Fatalf("hello offers %+v, want opus then pcm16le each way", g.hello.Audio)
 			}
 			c.SendMic(micFrame(1, 0, protocol.FlagStart, 5))
 			c.SendMic(micFrame(1, 1, protocol.FlagContinue, 6))
@@ -189,18 +195,19 @@ func TestNegotiationUplink(t *testing.T) {
 }
 
 // TestNegotiationRefusesWhatWasNotOffered: a gateway choosing Opus for a
-// PCM-only robot is answered unsupported and the handshake fails.
+// PCM-only robot gets a failed handshake (a bad hello: no session, no
+// error message, reconnect with backoff).
 func TestNegotiationRefusesWhatWasNotOffered(t *testing.T) {
-	g := &fakeGateway{choice: opusDown}
+	g := &fakeGateway{choice: choice(pcmUp, opusDown)}
 	c, reg := startCodecClient(t, g, nil, &fakeTTS{})
 	waitFor(t, "two refused handshakes", func() bool { return reg.Value("robot_agent_uplink_dial_errors_total") >= 2 })
-	if c.Up() {
+	if c.Up() || reg.Value("robot_agent_uplink_connects_total") != 0 {
 		t.Fatal("session established with an unoffered codec")
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.texts) == 0 || !strings.Contains(g.texts[0], `"code":"unsupported"`) || !strings.Contains(g.texts[0], "audio_down opus") {
-		t.Errorf("robot said %q, want unsupported naming audio_down opus", g.texts)
+	if g.sessions < 2 || len(g.texts) != 0 {
+		t.Errorf("%d handshakes, robot said %q; want reconnects and no message", g.sessions, g.texts)
 	}
 }
 
@@ -244,7 +251,7 @@ func samplesOf(b []byte) []int16 {
 // the decoding sink; a gap in seq is concealed (PLC, then FEC for the last
 // lost packet); a bad packet is answered bad_frame.
 func TestDownlinkOpusThroughClient(t *testing.T) {
-	g := &fakeGateway{choice: pcmUp + opusDown}
+	g := &fakeGateway{choice: choice(pcmUp, opusDown)}
 	inner := &fakeTTS{}
 	sink := NewDecodingSink(inner, func() (PacketDecoder, error) { return fakeDecoder{}, nil }, nil, nil)
 	enc := &fakeEncoder{frame: 320}

@@ -92,9 +92,9 @@ func (c audioCodecConfig) audioCodecs(frameMS int, log *slog.Logger) (*uplink.Au
 		return nil, nil
 	}
 	ac := &uplink.AudioCodecs{
-		Offer: protocol.AudioCodecs{Up: []protocol.CodecOffer{{
+		Offer: protocol.AudioOffer{Up: []protocol.AudioParams{{
 			Format: protocol.FormatOpus, SampleRate: protocol.MicRate, Channels: 1,
-			FrameMS: []int{frameMS}, Bitrate: c.Bitrate, BitrateMin: opus.MinBitrate, BitrateMax: opus.MaxBitrate, DTX: c.DTX,
+			FrameMS: frameMS, Bitrate: c.Bitrate, BitrateMin: opus.MinBitrate, BitrateMax: opus.MaxBitrate, DTX: c.DTX,
 		}}},
 		NewMicEncoder: func(p protocol.AudioParams) (uplink.MicEncoder, error) {
 			enc, err := opus.NewEncoder(opus.EncoderConfig{SampleRate: p.SampleRate, FrameMS: p.FrameMS, Bitrate: p.Bitrate, DTX: p.DTX})
@@ -105,8 +105,7 @@ func (c audioCodecConfig) audioCodecs(frameMS int, log *slog.Logger) (*uplink.Au
 		},
 	}
 	if c.Down {
-		ac.Offer.Down = []protocol.CodecOffer{{Format: protocol.FormatOpus, SampleRate: protocol.TTSRate, Channels: 1,
-			FrameMS: []int{10, 20, 40, 60, 80, 100, 120}, FEC: true}}
+		ac.Offer.Down = []protocol.AudioParams{{Format: protocol.FormatOpus, SampleRate: protocol.TTSRate, Channels: 1, FEC: true}}
 	}
 	return ac, nil
 }
