@@ -15,6 +15,20 @@ const (
 	CodecOpus = "opus" // Opus for each direction the robot offers it (needs the opus build)
 )
 
+// validateCodec checks Config.Codec: opus needs the codec built in.
+func validateCodec(c string) error {
+	switch c {
+	case "", CodecPCM:
+		return nil
+	case CodecOpus:
+		if !opus.Available() {
+			return fmt.Errorf("gateway: codec opus, but this binary has no Opus codec (build with cgo and -tags opus, libopus-dev installed)")
+		}
+		return nil
+	}
+	return fmt.Errorf("gateway: codec %q is not pcm or opus", c)
+}
+
 // sessionCodec is a session's Opus state: the mic decoder (read goroutine)
 // and the TTS encoder (the one streaming goroutine, under streamMu).
 type sessionCodec struct {

@@ -114,8 +114,8 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("gateway: decision %q is not delegate, override, illegal or none", c.Decision)
 	}
-	if c.Codec != "" && c.Codec != CodecPCM && c.Codec != CodecOpus {
-		return fmt.Errorf("gateway: codec %q is not pcm or opus", c.Codec)
+	if err := validateCodec(c.Codec); err != nil {
+		return err
 	}
 	if c.Speed < 0 || c.Speed > 100 {
 		return fmt.Errorf("gateway: speed %v is outside 0..100", c.Speed)

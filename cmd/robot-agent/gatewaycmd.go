@@ -39,6 +39,7 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 	ttsMode := fs.String("tts-mode", "binary", "send TTS as binary frames or base64 JSON")
 	speed := fs.Float64("speed", 4, "TTS streaming speed relative to real time")
 	noEcho := fs.Bool("no-echo", false, "do not answer utterances")
+	codec := fs.String("codec", gateway.CodecPCM, "audio to choose for robots that offer it: pcm or opus (opus needs a binary built with -tags opus)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	recordVideo := fs.String("record-video", "", "write each session's H264 stream and JPEG images under this directory")
 	if err := fs.Parse(args); err != nil {
@@ -48,7 +49,7 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := newLogger(config.Log{Level: *logLevel, Format: "text"}, stderr)
-	cfg := gateway.Config{TTSMode: *ttsMode, Speed: *speed, NoEcho: *noEcho}
+	cfg := gateway.Config{TTSMode: *ttsMode, Speed: *speed, NoEcho: *noEcho, Codec: *codec}
 	if *tokenFile != "" {
 		b, err := os.ReadFile(*tokenFile)
 		if err != nil {
