@@ -183,8 +183,8 @@ func TestNegotiationUplink(t *testing.T) {
 				} else if err != nil || (i < 2 && len(p) != 640) {
 					t.Fatalf("frame %d: %v (%d bytes)", i, err, len(p))
 				}
-				if h.Seq != uint32(i) || h.Stream != 1 {
-					t.Errorf("frame %d: seq %d stream %d", i, h.Seq, h.Stream)
+				if wantFlag := []protocol.Flag{protocol.FlagStart, protocol.FlagContinue, protocol.FlagEnd}[i]; h.Seq != uint32(i) || h.Stream != 1 || h.Flag != wantFlag {
+					t.Errorf("frame %d: seq %d stream %d flag %d, want %d 1 %d", i, h.Seq, h.Stream, h.Flag, i, wantFlag)
 				}
 			}
 			if tc.opusUp && (params.Bitrate != tc.bitrate || params.FrameMS != 20) {
@@ -364,5 +364,33 @@ func TestMicEncodeNoAllocs(t *testing.T) {
 	f := protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindMicAudio, Stream: 1}, make([]byte, 640))
 	if n := testing.AllocsPerRun(200, func() { c.encodeMic(f) }); n != 0 {
 		t.Errorf("encodeMic allocates %v times", n)
+	}
+}
+
+// TestDecodingSinkInterrupt: interrupts and generations are the player's:
+// packets of an interrupted response are still decoded (the decoder
+// follows the gateway's encoder) and then refused as stale.
+func TestDecodingSinkInterrupt(t *testing.T) {
+	p, err := playback.New(playback.Config{Slots: 1 << 8}, clock.NewFake(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := metrics.NewRegistry()
+	s := NewDecodingSink(p, func() (PacketDecoder, error) { return fakeDecoder{}, nil }, reg, nil)
+	s.SetDownFormat(protocol.AudioParams{Format: "opus", SampleRate: 24000, Channels: 1})
+	if err := s.PushPacket(1, 1, []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Interrupt(1); got != 1 {
+		t.Fatalf("Interrupt cut up to %d", got)
+	}
+	if err := s.PushPacket(1, 2, []byte{1}); !errors.Is(err, playback.ErrStale) {
+		t.Errorf("packet of an interrupted response: %v, want playback.ErrStale", err)
+	}
+	if err := s.PushPacket(2, 3, []byte{1}); err != nil {
+		t.Errorf("next response: %v", err)
+	}
+	if n := reg.Value("robot_agent_tts_packets_total"); n != 3 {
+		t.Errorf("%d packets decoded, want 3 (the stale one too)", n)
 	}
 }

@@ -222,3 +222,49 @@ func TestConcealmentBeatsSilence(t *testing.T) {
 		t.Errorf("want Opus PLC below the PCM player and FEC no worse than PLC")
 	}
 }
+
+// TestOpusPathsNoAllocs: the real encoder in the write pump's encode step
+// and the real decoder through DecodingSink into the player (with loss,
+// so PLC and FEC run too) do not allocate.
+func TestOpusPathsNoAllocs(t *testing.T) {
+	c, err := New(Config{URL: "ws://127.0.0.1:1/v1/robot", DeviceID: "r"}, clock.NewReal(), nil, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := opus.NewEncoder(opus.EncoderConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.micEnc = micCodec{enc: enc, pcm: make([]int16, 320), out: make([]byte, protocol.HeaderSize+maxPacket), errors: c.micEnc.errors}
+	pcm := make([]byte, 640)
+	for i := range pcm {
+		pcm[i] = byte(i * 7)
+	}
+	f := protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindMicAudio, Stream: 1}, pcm)
+	if n := testing.AllocsPerRun(200, func() { c.encodeMic(f) }); n != 0 {
+		t.Errorf("encodeMic with libopus allocates %v times", n)
+	}
+
+	p := newBenchPlayer(t)
+	s := NewDecodingSink(p, func() (PacketDecoder, error) { return opus.NewDecoder(24000) }, nil, nil)
+	s.SetDownFormat(protocol.AudioParams{Format: protocol.FormatOpus, SampleRate: 24000, Channels: 1})
+	ref := make([]int16, 24000)
+	for i := range ref {
+		ref[i] = int16(i*13%2000 - 1000)
+	}
+	pkts := encodeTTS(t, ref, true)
+	out := make([]int16, frame24)
+	i := 0
+	n := testing.AllocsPerRun(200, func() {
+		i += 1 + i%3/2 // every third step skips a packet: concealment runs
+		s.PushPacket(1, uint32(i), pkts[i%len(pkts)])
+		p.Fill(out)
+		p.Fill(out)
+	})
+	if n != 0 {
+		t.Errorf("PushPacket with libopus allocates %v times", n)
+	}
+	if s.concealed.Value() == 0 {
+		t.Error("no concealment ran")
+	}
+}
