@@ -67,12 +67,12 @@ func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	g.mu.Lock()
+	g.mu.Lock() // held while writing: send writes from the test goroutine
 	g.hello = m.(*protocol.RobotHello)
 	g.conn = c
 	g.sessions++
-	g.mu.Unlock()
 	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","protocol":1,"session_id":"fake"`+g.choice+`}`))
+	g.mu.Unlock()
 	for {
 		mt, data, err := c.ReadMessage()
 		if err != nil {
