@@ -10,7 +10,7 @@ RUN_FOR   ?= 20s
 # Build tags for the full (cgo) binary; detected from installed libraries.
 TAGS      ?= $(shell scripts/detect-tags.sh)
 
-.PHONY: all run build build-sim test test-go bench lint fmt vet fuzz clean hil deps
+.PHONY: all run build build-sim test test-go bench lint fmt vet tidy layers fuzz clean hil deps
 
 # Cross builds, emulated ARM tests, .deb packages, unit checks (issue 6).
 include build/build.mk
@@ -49,7 +49,13 @@ FUZZTIME ?= 20s
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME)
 
-lint: fmt vet
+lint: fmt vet tidy layers
+## layers: no package imports against the intended layering (layering/layering_test.go).
+layers:
+	$(GO) test -count=1 ./layering/
+## tidy: go.mod and go.sum are exactly what the code needs (direct/indirect marked).
+tidy:
+	$(GO) mod tidy -diff
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 vet:

@@ -35,6 +35,9 @@ want=(
 	'^ProtectKernelTunables=yes$' '^ProtectKernelModules=yes$' '^ProtectKernelLogs=yes$'
 	'^RestrictAddressFamilies=' '^DevicePolicy=closed$' '^CapabilityBoundingSet=$'
 	'^ExecStart=/usr/bin/robot-agent run --config /etc/robot-agent/config.yaml$'
+	# Real-time audio callbacks (docs/deploy.md): SCHED_FIFO up to the
+	# agent's default audio_devices.realtime_priority (20).
+	'^RestrictRealtime=no$' '^LimitRTPRIO=(2[0-9]|[3-9][0-9])$' '^SystemCallFilter=.*sched_setscheduler'
 )
 for re in "${want[@]}"; do
 	grep -Eq "$re" "$unit" || bad "$unit lacks a line matching /$re/"

@@ -1,8 +1,9 @@
 package capture
 
 import (
-	"errors"
 	"fmt"
+
+	"github.com/robot-agent/robot-agent/config/field"
 )
 
 // Capture modes.
@@ -110,47 +111,50 @@ func (c Config) WithDefaults() Config {
 }
 
 // Validate checks c (after WithDefaults) and returns every problem found,
-// each naming the field and its value.
+// each a *field.Error naming the field (its YAML key below the section that
+// holds this Config, e.g. "frame_ms", "vad.start_db") and its value.
 func (c Config) Validate() error {
 	c = c.WithDefaults()
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("capture: "+format, a...)) }
+	var errs field.List
+	rng := func(path string, v any, lo, hi any) {
+		errs.Add(path, v, fmt.Sprintf("out of range %v..%v", lo, hi), "")
+	}
 	switch c.FrameMS {
 	case 10, 20, 40, 60:
 	default:
-		bad("frame_ms %d is not %s", c.FrameMS, validFrameMSDescription)
+		errs.Add("frame_ms", c.FrameMS, "want "+validFrameMSDescription, "")
 	}
 	if c.Mode != ModeContinuous && c.Mode != ModeVAD {
-		bad("mode %q is not continuous or vad", c.Mode)
+		errs.Add("mode", c.Mode, "want continuous or vad", "")
 	}
 	v := c.VAD
 	if v.StartDB < 0 || v.StartDB > maxStartDB {
-		bad("vad.start_db %v out of range 0..%v", v.StartDB, maxStartDB)
+		rng("vad.start_db", v.StartDB, 0, maxStartDB)
 	}
 	if v.StopDB < 0 || v.StopDB > v.StartDB {
-		bad("vad.stop_db %v out of range 0..start_db (%v)", v.StopDB, v.StartDB)
+		errs.Add("vad.stop_db", v.StopDB, fmt.Sprintf("out of range 0..start_db (%v)", v.StartDB), "")
 	}
 	if v.MinFloorDBFS < minMinFloorDBFS || v.MinFloorDBFS > maxMinFloorDBFS {
-		bad("vad.min_floor_dbfs %v out of range %v..%v", v.MinFloorDBFS, minMinFloorDBFS, maxMinFloorDBFS)
+		rng("vad.min_floor_dbfs", v.MinFloorDBFS, minMinFloorDBFS, maxMinFloorDBFS)
 	}
 	if v.FloorRiseDBPerS < 0 || v.FloorRiseDBPerS > maxFloorRiseDBPerS {
-		bad("vad.floor_rise_db_per_s %v out of range 0..%v", v.FloorRiseDBPerS, maxFloorRiseDBPerS)
+		rng("vad.floor_rise_db_per_s", v.FloorRiseDBPerS, 0, maxFloorRiseDBPerS)
 	}
 	if v.PreRollMS < 0 || v.PreRollMS > maxPreRollMS {
-		bad("vad.preroll_ms %d out of range 0..%d", v.PreRollMS, maxPreRollMS)
+		rng("vad.preroll_ms", v.PreRollMS, 0, maxPreRollMS)
 	}
 	if v.HangoverMS < 0 || v.HangoverMS > maxHangoverMS {
-		bad("vad.hangover_ms %d out of range 0..%d", v.HangoverMS, maxHangoverMS)
+		rng("vad.hangover_ms", v.HangoverMS, 0, maxHangoverMS)
 	}
 	if v.MinSpeechMS < 0 || v.MinSpeechMS > maxMinSpeechMS {
-		bad("vad.min_speech_ms %d out of range 0..%d", v.MinSpeechMS, maxMinSpeechMS)
+		rng("vad.min_speech_ms", v.MinSpeechMS, 0, maxMinSpeechMS)
 	}
 	if v.MaxUtteranceMS < 0 || v.MaxUtteranceMS > maxMaxUtteranceMS {
-		bad("vad.max_utterance_ms %d out of range 0..%d", v.MaxUtteranceMS, maxMaxUtteranceMS)
+		rng("vad.max_utterance_ms", v.MaxUtteranceMS, 0, maxMaxUtteranceMS)
 	} else if least := v.PreRollMS + v.MinSpeechMS + c.FrameMS; v.MaxUtteranceMS < least {
-		bad("vad.max_utterance_ms %d is shorter than preroll_ms + min_speech_ms + frame_ms (%d)", v.MaxUtteranceMS, least)
+		errs.Add("vad.max_utterance_ms", v.MaxUtteranceMS, fmt.Sprintf("shorter than preroll_ms + min_speech_ms + frame_ms (%d)", least), "")
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }
 
 // frames converts ms to whole frames, rounding up.

@@ -63,7 +63,7 @@ type Pump struct {
 // reg and log may be nil.
 func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (*Pump, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("capture: %w", err)
 	}
 	if src == nil || sink == nil || clk == nil {
 		return nil, errors.New("capture: NewPump needs a source, a sink and a clock")

@@ -466,18 +466,18 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"zero is defaults", Config{}, ""},
 		{"vad 60 ms", Config{FrameMS: 60, Mode: ModeVAD}, ""},
-		{"frame 30", Config{FrameMS: 30}, "capture: frame_ms 30 is not 10, 20, 40 or 60"},
-		{"frame negative", Config{FrameMS: -20}, "frame_ms -20"},
-		{"mode", Config{Mode: "foo"}, `capture: mode "foo" is not continuous or vad`},
-		{"start_db", Config{VAD: VADConfig{StartDB: 70}}, "capture: vad.start_db 70 out of range 0..60"},
-		{"stop above start", Config{VAD: VADConfig{StartDB: 10, StopDB: 11}}, "capture: vad.stop_db 11 out of range 0..start_db (10)"},
-		{"min floor", Config{VAD: VADConfig{MinFloorDBFS: -10}}, "vad.min_floor_dbfs -10 out of range -100..-20"},
-		{"floor rise", Config{VAD: VADConfig{FloorRiseDBPerS: -1}}, "vad.floor_rise_db_per_s -1"},
-		{"preroll", Config{VAD: VADConfig{PreRollMS: -5}}, "capture: vad.preroll_ms -5 out of range 0..2000"},
-		{"hangover", Config{VAD: VADConfig{HangoverMS: 9000}}, "vad.hangover_ms 9000 out of range 0..5000"},
-		{"min speech", Config{VAD: VADConfig{MinSpeechMS: 1001}}, "vad.min_speech_ms 1001"},
-		{"max utterance huge", Config{VAD: VADConfig{MaxUtteranceMS: 700000}}, "vad.max_utterance_ms 700000 out of range"},
-		{"max utterance short", Config{VAD: VADConfig{MaxUtteranceMS: 200}}, "vad.max_utterance_ms 200 is shorter than preroll_ms + min_speech_ms + frame_ms (380)"},
+		{"frame 30", Config{FrameMS: 30}, "frame_ms: 30: want 10, 20, 40 or 60"},
+		{"frame negative", Config{FrameMS: -20}, "frame_ms: -20"},
+		{"mode", Config{Mode: "foo"}, `mode: "foo": want continuous or vad`},
+		{"start_db", Config{VAD: VADConfig{StartDB: 70}}, "vad.start_db: 70: out of range 0..60"},
+		{"stop above start", Config{VAD: VADConfig{StartDB: 10, StopDB: 11}}, "vad.stop_db: 11: out of range 0..start_db (10)"},
+		{"min floor", Config{VAD: VADConfig{MinFloorDBFS: -10}}, "vad.min_floor_dbfs: -10: out of range -100..-20"},
+		{"floor rise", Config{VAD: VADConfig{FloorRiseDBPerS: -1}}, "vad.floor_rise_db_per_s: -1"},
+		{"preroll", Config{VAD: VADConfig{PreRollMS: -5}}, "vad.preroll_ms: -5: out of range 0..2000"},
+		{"hangover", Config{VAD: VADConfig{HangoverMS: 9000}}, "vad.hangover_ms: 9000: out of range 0..5000"},
+		{"min speech", Config{VAD: VADConfig{MinSpeechMS: 1001}}, "vad.min_speech_ms: 1001"},
+		{"max utterance huge", Config{VAD: VADConfig{MaxUtteranceMS: 700000}}, "vad.max_utterance_ms: 700000: out of range"},
+		{"max utterance short", Config{VAD: VADConfig{MaxUtteranceMS: 200}}, "vad.max_utterance_ms: 200: shorter than preroll_ms + min_speech_ms + frame_ms (380)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -494,7 +494,7 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	err := Config{FrameMS: 7, Mode: "x"}.Validate()
-	if err == nil || !strings.Contains(err.Error(), "frame_ms 7") || !strings.Contains(err.Error(), `mode "x"`) {
+	if err == nil || !strings.Contains(err.Error(), "frame_ms: 7") || !strings.Contains(err.Error(), `mode: "x"`) {
 		t.Errorf("Validate reports only %v; want every problem", err)
 	}
 	d := Config{}.WithDefaults()

@@ -5,23 +5,24 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/config/field"
 )
 
-// ErrInvalid wraps every validation error.
-var ErrInvalid = errors.New("config: invalid")
+// ErrInvalid wraps every validation error; each problem is a *field.Error
+// ("yaml.path: value: problem (hint)").
+var ErrInvalid = field.ErrInvalid
 
 // Config is the whole agent configuration. YAML keys are given in the tags;
 // docs/configuration in README.md lists them with defaults.
@@ -55,10 +56,34 @@ type Gateway struct {
 	TokenFile string `yaml:"token_file"`
 	// Token is set from the file (never from YAML or flags).
 	Token string `yaml:"-"`
+	// TLS configures wss:// connections: a private CA, a client
+	// certificate (mTLS) and the server name to verify.
+	TLS TLS `yaml:"tls"`
+	// AllowInsecureWS permits plain ws:// to a non-loopback host (a LAN
+	// development gateway). Audio and the token then cross the network in
+	// clear text; the agent logs a warning at start.
+	AllowInsecureWS bool `yaml:"allow_insecure_ws"`
 	// Embedded gateway (sim only).
 	TTSMode string  `yaml:"tts_mode"` // binary | base64
 	Speed   float64 `yaml:"speed"`    // TTS streaming speed vs real time
 }
+
+// TLS configures how the agent verifies the gateway and proves itself.
+type TLS struct {
+	// CAFile holds PEM CA certificates trusted for the gateway instead of
+	// the system roots (a private CA).
+	CAFile string `yaml:"ca_file"`
+	// CertFile and KeyFile hold the robot's PEM client certificate and key
+	// for gateways that require mutual TLS. Both or neither.
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ServerName is the name verified in the gateway's certificate when it
+	// differs from the URL's host (e.g. connecting by IP address).
+	ServerName string `yaml:"server_name"`
+}
+
+// IsZero reports whether no TLS option is set.
+func (t TLS) IsZero() bool { return t == TLS{} }
 
 // Audio configures the mic pipeline: the capture pump's settings
 // (frame_ms, mode, vad.*; see package capture) plus the uplink queue.
@@ -124,37 +149,47 @@ func Load(path string, extraSections ...string) (Config, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return c, fmt.Errorf("config: %w", err)
+		return c, &field.Error{Path: "--config", Value: field.Format(path), Problem: "cannot open: " + unwrapPathError(err),
+			Hint: "give the path of a readable YAML file (packaged installs: /etc/robot-agent/config.yaml)"}
 	}
 	defer f.Close()
 	if err := Decode(f, &c, extraSections...); err != nil {
-		return c, fmt.Errorf("config: %s: %w", path, err)
+		return c, &FileError{Path: path, Err: err}
 	}
 	return c, nil
 }
 
-// Decode decodes YAML from r into c (which holds defaults).
+// FileError is a configuration file's problems; Err joins *field.Error
+// values, one per problem.
+type FileError struct {
+	Path string
+	Err  error
+}
+
+func (e *FileError) Error() string {
+	var b strings.Builder
+	for i, p := range field.All(e.Err) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Path + ": " + p.Error())
+	}
+	return b.String()
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+// Decode decodes YAML from r into c (which holds defaults). Every problem
+// is reported at once, each a *field.Error with its YAML path and line:
+// unknown keys (with a suggestion), values of the wrong kind. Unknown
+// top-level keys are errors unless listed in extraSections (they land in
+// c.Extra for their subsystems to decode).
 func Decode(r io.Reader, c *Config, extraSections ...string) error {
-	data, err := io.ReadAll(io.LimitReader(r, 1<<20))
-	if err != nil {
+	n, err := parseYAML(r)
+	if err != nil || n == nil {
 		return err
 	}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return nil
-	}
-	// Strict: a misspelt key inside a known section is an error with its
-	// line; unknown top-level keys land in Extra and are checked below.
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil {
-		return fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	for k, n := range c.Extra {
-		if !slices.Contains(extraSections, k) {
-			return fmt.Errorf("%w: line %d: unknown key %q", ErrInvalid, n.Line, k)
-		}
-	}
-	return nil
+	return DecodeNode(n, "", c, extraSections...)
 }
 
 // ApplyEnv overrides fields from ROBOT_AGENT_* environment variables.
@@ -172,94 +207,123 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 }
 
 // LoadToken reads the bearer token from TokenFile, or from
-// $CREDENTIALS_DIRECTORY/gateway-token when TokenFile is empty. A missing
-// token is an error only when required.
+// $CREDENTIALS_DIRECTORY/gateway-token when TokenFile is empty. Without
+// either the agent connects without a token (gateways that do not ask for
+// one), unless required. A token_file that is set but unreadable or empty
+// is always an error.
 func (c *Config) LoadToken(getenv func(string) string, required bool) error {
 	path := c.Gateway.TokenFile
 	if path == "" {
 		if dir := getenv("CREDENTIALS_DIRECTORY"); dir != "" {
 			path = filepath.Join(dir, "gateway-token")
+			if _, err := os.Stat(path); err != nil && !required {
+				path = "" // no credential passed: connect without a token
+			}
 		}
 	}
 	if path == "" {
 		if required {
-			return fmt.Errorf("%w: gateway.token_file is empty and $CREDENTIALS_DIRECTORY/gateway-token is not set; the token is never taken from the command line", ErrInvalid)
+			return &field.Error{Path: "gateway.token_file", Problem: "not set and $CREDENTIALS_DIRECTORY/gateway-token is not set",
+				Hint: "put the token in a file and set gateway.token_file; the token is never taken from the command line"}
 		}
 		return nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("%w: gateway.token_file %q: %v", ErrInvalid, path, err)
+		return &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "cannot read: " + unwrapPathError(err),
+			Hint: "check the path and that the service user may read it"}
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
-		return fmt.Errorf("%w: gateway.token_file %q is empty", ErrInvalid, path)
+		return &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "the file is empty", Hint: "write the gateway token into it"}
 	}
 	c.Gateway.Token = tok
 	return nil
 }
 
-// Validate checks every field and returns all problems, each naming the
-// field and the bad value.
+// unwrapPathError drops the path an *os.PathError repeats.
+func unwrapPathError(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// IsLoopback reports whether host (a URL's Hostname) is this machine:
+// localhost or a loopback address.
+func IsLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Validate checks every field and returns all problems, each a
+// *field.Error naming the YAML path and the bad value.
 func (c *Config) Validate() error {
-	var errs []error
-	bad := func(field string, v any, why string) {
-		errs = append(errs, fmt.Errorf("%w: %s = %v: %s", ErrInvalid, field, v, why))
-	}
+	var errs field.List
+	bad := errs.Add
 	if c.Device.ID == "" {
-		bad("device.id", `""`, "must not be empty")
+		bad("device.id", "", "must not be empty", "set it or leave it out for the hostname")
 	} else if strings.ContainsAny(c.Device.ID, " \t\r\n/") {
-		bad("device.id", fmt.Sprintf("%q", c.Device.ID), "must not contain spaces or '/'")
+		bad("device.id", c.Device.ID, "must not contain spaces or '/'", "")
 	}
-	if c.Gateway.URL != "" {
-		u, err := url.Parse(c.Gateway.URL)
+	g := c.Gateway
+	if g.URL != "" {
+		u, err := url.Parse(g.URL)
 		switch {
 		case err != nil || u.Host == "":
-			bad("gateway.url", fmt.Sprintf("%q", c.Gateway.URL), "is not a URL with a host")
-		case u.Scheme != "ws" && u.Scheme != "wss":
-			bad("gateway.url", fmt.Sprintf("%q", c.Gateway.URL), "scheme must be wss (or ws for loopback)")
+			bad("gateway.url", g.URL, "not a URL with a host", "e.g. wss://gateway.example.com/v1/robot")
 		case u.User != nil || u.RawQuery != "":
-			bad("gateway.url", "(redacted)", "must not carry credentials or a query; use gateway.token_file")
+			errs = append(errs, &field.Error{Path: "gateway.url", Value: "(redacted)", Problem: "must not carry credentials or a query", Hint: "put the token in gateway.token_file"})
+		case u.Scheme != "ws" && u.Scheme != "wss":
+			bad("gateway.url", g.URL, "scheme must be wss", "or ws to a loopback host")
+		case u.Scheme == "ws" && !IsLoopback(u.Hostname()) && !g.AllowInsecureWS:
+			bad("gateway.url", g.URL, "plain ws:// to a non-loopback host sends audio and the token in clear text",
+				"use wss://, or set gateway.allow_insecure_ws: true for a LAN development gateway")
+		case u.Scheme == "ws" && !g.TLS.IsZero():
+			bad("gateway.tls", nil, "set but gateway.url is plain ws://", "use a wss:// URL or remove gateway.tls")
 		}
 	}
-	if c.Gateway.TTSMode != "binary" && c.Gateway.TTSMode != "base64" {
-		bad("gateway.tts_mode", fmt.Sprintf("%q", c.Gateway.TTSMode), "must be binary or base64")
+	if (g.TLS.CertFile == "") != (g.TLS.KeyFile == "") {
+		bad("gateway.tls.cert_file", g.TLS.CertFile, "cert_file and key_file go together", "set both for mutual TLS, or neither")
 	}
-	if c.Gateway.Speed <= 0 || c.Gateway.Speed > 100 {
-		bad("gateway.speed", c.Gateway.Speed, "must be in (0, 100]")
+	if g.TTSMode != "binary" && g.TTSMode != "base64" {
+		bad("gateway.tts_mode", g.TTSMode, "want binary or base64", "")
 	}
-	if err := c.Audio.Config.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%w: audio: %v", ErrInvalid, err))
+	if g.Speed <= 0 || g.Speed > 100 {
+		bad("gateway.speed", g.Speed, "want a number in (0, 100]", "")
 	}
+	errs.Append(field.Under("audio", c.Audio.Config.Validate()))
 	if c.Audio.MicQueueMS < c.Audio.FrameMS || c.Audio.MicQueueMS > 60000 {
-		bad("audio.mic_queue_ms", c.Audio.MicQueueMS, "must be between one frame and 60000")
+		bad("audio.mic_queue_ms", c.Audio.MicQueueMS, "want between one frame and 60000", "")
 	}
 	p := c.Playback
-	if p.PrebufferMS < 0 || p.PrebufferMS > 2000 {
-		bad("playback.prebuffer_ms", p.PrebufferMS, "must be in [0, 2000]")
+	rng := func(path string, v, lo, hi int) {
+		if v < lo || v > hi {
+			bad(path, v, fmt.Sprintf("want %d..%d", lo, hi), "")
+		}
 	}
-	if p.BufferMS < 200 || p.BufferMS > 60000 {
-		bad("playback.buffer_ms", p.BufferMS, "must be in [200, 60000]")
-	}
-	if p.FadeMS < 0 || p.FadeMS > 50 {
-		bad("playback.fade_ms", p.FadeMS, "must be in [0, 50]")
-	}
-	if p.PeriodMS < 2 || p.PeriodMS > 100 {
-		bad("playback.period_ms", p.PeriodMS, "must be in [2, 100]")
-	}
-	if c.Sim.SpeechMS < 100 || c.Sim.SpeechMS > 60000 {
-		bad("sim.speech_ms", c.Sim.SpeechMS, "must be in [100, 60000]")
-	}
-	if c.Sim.SilenceMS < 0 || c.Sim.SilenceMS > 60000 {
-		bad("sim.silence_ms", c.Sim.SilenceMS, "must be in [0, 60000]")
+	rng("playback.prebuffer_ms", p.PrebufferMS, 0, 2000)
+	rng("playback.buffer_ms", p.BufferMS, 200, 60000)
+	rng("playback.fade_ms", p.FadeMS, 0, 50)
+	rng("playback.period_ms", p.PeriodMS, 2, 100)
+	rng("sim.speech_ms", c.Sim.SpeechMS, 100, 60000)
+	rng("sim.silence_ms", c.Sim.SilenceMS, 0, 60000)
+	if c.Metrics.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Metrics.Listen); err != nil {
+			bad("metrics.listen", c.Metrics.Listen, "not host:port", "e.g. 127.0.0.1:9464, or empty to disable")
+		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":
 	default:
-		bad("log.level", fmt.Sprintf("%q", c.Log.Level), "must be debug, info, warn or error")
+		bad("log.level", c.Log.Level, "want debug, info, warn or error", "")
 	}
 	if c.Log.Format != "text" && c.Log.Format != "json" {
-		bad("log.format", fmt.Sprintf("%q", c.Log.Format), "must be text or json")
+		bad("log.format", c.Log.Format, "want text or json", "")
 	}
-	return errors.Join(errs...)
+	return errs.Err()
 }

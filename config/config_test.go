@@ -2,8 +2,10 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -63,33 +65,127 @@ func TestDecodeRejectsUnknownKeys(t *testing.T) {
 	}
 }
 
+// TestValidateNamesFieldAndValue: each problem is one line
+// "yaml.path: value: problem (hint)".
 func TestValidateNamesFieldAndValue(t *testing.T) {
 	cases := []struct {
 		mod  func(*Config)
 		want string
 	}{
-		{func(c *Config) { c.Device.ID = "" }, "device.id"},
-		{func(c *Config) { c.Device.ID = "a b" }, `device.id = "a b"`},
-		{func(c *Config) { c.Gateway.URL = "http://x/v1/robot" }, `gateway.url = "http://x/v1/robot"`},
-		{func(c *Config) { c.Gateway.URL = "wss://x/v1/robot?token=secret" }, "gateway.url = (redacted)"},
-		{func(c *Config) { c.Gateway.TTSMode = "opus" }, `gateway.tts_mode = "opus"`},
-		{func(c *Config) { c.Audio.FrameMS = 15 }, "frame_ms 15"},
-		{func(c *Config) { c.Audio.Mode = "push-to-talk" }, `mode "push-to-talk"`},
-		{func(c *Config) { c.Audio.MicQueueMS = 5 }, "audio.mic_queue_ms = 5"},
-		{func(c *Config) { c.Playback.PrebufferMS = 5000 }, "playback.prebuffer_ms = 5000"},
-		{func(c *Config) { c.Playback.PeriodMS = 0 }, "playback.period_ms = 0"},
-		{func(c *Config) { c.Log.Level = "loud" }, `log.level = "loud"`},
+		{func(c *Config) { c.Device.ID = "" }, `device.id: "": must not be empty (set it or leave it out for the hostname)`},
+		{func(c *Config) { c.Device.ID = "a b" }, `device.id: "a b": must not contain spaces or '/'`},
+		{func(c *Config) { c.Gateway.URL = "http://x/v1/robot" }, `gateway.url: "http://x/v1/robot": scheme must be wss (or ws to a loopback host)`},
+		{func(c *Config) { c.Gateway.URL = "wss://x/v1/robot?token=secret" }, "gateway.url: (redacted): must not carry credentials or a query (put the token in gateway.token_file)"},
+		{func(c *Config) { c.Gateway.URL = "ws://192.168.1.5:8765/v1/robot" }, `gateway.url: "ws://192.168.1.5:8765/v1/robot": plain ws:// to a non-loopback host sends audio and the token in clear text (use wss://, or set gateway.allow_insecure_ws: true for a LAN development gateway)`},
+		{func(c *Config) {
+			c.Gateway.URL, c.Gateway.AllowInsecureWS, c.Gateway.TLS.CAFile = "ws://gw.lan/v1/robot", true, "ca.pem"
+		}, "gateway.tls: set but gateway.url is plain ws:// (use a wss:// URL or remove gateway.tls)"},
+		{func(c *Config) { c.Gateway.TLS.CertFile = "robot.pem" }, `gateway.tls.cert_file: "robot.pem": cert_file and key_file go together (set both for mutual TLS, or neither)`},
+		{func(c *Config) { c.Gateway.TTSMode = "opus" }, `gateway.tts_mode: "opus": want binary or base64`},
+		{func(c *Config) { c.Audio.FrameMS = 15 }, "audio.frame_ms: 15: want 10, 20, 40 or 60"},
+		{func(c *Config) { c.Audio.Mode = "push-to-talk" }, `audio.mode: "push-to-talk": want continuous or vad`},
+		{func(c *Config) { c.Audio.VAD.PreRollMS = 9000 }, "audio.vad.preroll_ms: 9000: out of range 0..2000"},
+		{func(c *Config) { c.Audio.MicQueueMS = 5 }, "audio.mic_queue_ms: 5: want between one frame and 60000"},
+		{func(c *Config) { c.Playback.PrebufferMS = 5000 }, "playback.prebuffer_ms: 5000: want 0..2000"},
+		{func(c *Config) { c.Playback.PeriodMS = 0 }, "playback.period_ms: 0: want 2..100"},
+		{func(c *Config) { c.Metrics.Listen = "9464" }, `metrics.listen: "9464": not host:port (e.g. 127.0.0.1:9464, or empty to disable)`},
+		{func(c *Config) { c.Log.Level = "loud" }, `log.level: "loud": want debug, info, warn or error`},
 	}
 	for _, tc := range cases {
 		c := Default()
 		tc.mod(&c)
 		err := c.Validate()
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("Validate() = %v, want an error containing %q", err, tc.want)
+		if !errors.Is(err, ErrInvalid) || !slices.Contains(strings.Split(err.Error(), "\n"), tc.want) {
+			t.Errorf("Validate() = %v\nwant a line %q", err, tc.want)
 		}
 		if err != nil && strings.Contains(err.Error(), "secret") {
 			t.Errorf("error leaks the token: %v", err)
 		}
+	}
+}
+
+// TestInsecureWSOptIn: plain ws:// is allowed to loopback, and to another
+// host only with gateway.allow_insecure_ws.
+func TestInsecureWSOptIn(t *testing.T) {
+	for _, tc := range []struct {
+		url   string
+		allow bool
+		ok    bool
+	}{
+		{"ws://127.0.0.1:8765/v1/robot", false, true},
+		{"ws://[::1]:8765/v1/robot", false, true},
+		{"ws://localhost/v1/robot", false, true},
+		{"ws://127.0.0.1.evil.example/v1/robot", false, false},
+		{"ws://192.168.1.5:8765/v1/robot", false, false},
+		{"ws://192.168.1.5:8765/v1/robot", true, true},
+		{"wss://gw.example.com/v1/robot", false, true},
+	} {
+		c := Default()
+		c.Gateway.URL, c.Gateway.AllowInsecureWS = tc.url, tc.allow
+		if err := c.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s allow_insecure_ws=%v: Validate() = %v, want ok=%v", tc.url, tc.allow, err, tc.ok)
+		}
+	}
+}
+
+// TestDecodeProblems: type errors name their field, every problem is
+// reported at once, unknown keys get suggestions, quoted numbers are
+// accepted.
+func TestDecodeProblems(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string // lines of the error; nil: no error
+	}{
+		{"word for a number", "audio:\n  frame_ms: twenty\n", []string{`audio.frame_ms: "twenty": want a whole number (line 2)`}},
+		{"quoted number", "audio:\n  frame_ms: \"40\"\n  vad:\n    start_db: '15.5'\n", nil},
+		{"quoted bool", "gateway:\n  allow_insecure_ws: \"true\"\n", nil},
+		{"float for int", "playback:\n  fade_ms: 2.5\n", []string{`playback.fade_ms: 2.5: want a whole number (line 2)`}},
+		{"bool", "gateway:\n  allow_insecure_ws: maybe\n", []string{`gateway.allow_insecure_ws: "maybe": want true or false (line 2)`}},
+		{"list for a number", "audio:\n  frame_ms: [1, 2]\n", []string{`audio.frame_ms: want a whole number, got a list (line 2)`}},
+		{"scalar for a section", "gateway: wss://x\n", []string{`gateway: "wss://x": want a mapping (key: value lines), got a single value (line 1)`}},
+		{"typo", "gateway:\n  tokenfile: /x\n", []string{`gateway.tokenfile: unknown key (did you mean token_file?; line 2)`}},
+		{"typo top", "devise:\n  id: x\n", []string{`devise: unknown key (did you mean device?; line 1)`}},
+		{"typo nested", "audio:\n  vad:\n    prerol_ms: 10\n", []string{`audio.vad.prerol_ms: unknown key (did you mean preroll_ms?; line 3)`}},
+		{"no suggestion", "gateway:\n  zzzzzz: 1\n", []string{`gateway.zzzzzz: unknown key (known keys: allow_insecure_ws, speed, tls, token_file, tts_mode, url; line 2)`}},
+		{"all at once", "audio:\n  frame_ms: twenty\n  mode: vad\ngateway:\n  urll: x\nplayback:\n  fade_ms: lots\n", []string{
+			`audio.frame_ms: "twenty": want a whole number (line 2)`,
+			`gateway.urll: unknown key (did you mean url?; line 5)`,
+			`playback.fade_ms: "lots": want a whole number (line 7)`}},
+		{"extra section accepted", "state:\n  anything: 1\n", nil},
+		{"syntax", "audio: [\n", []string{"(file): not valid YAML: line 1: did not find expected node content"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			err := Decode(strings.NewReader(tc.yaml), &c, "state")
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("Decode: %v", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Decode = %v, want ErrInvalid", err)
+			}
+			if got := strings.Split(err.Error(), "\n"); !slices.Equal(got, tc.want) {
+				t.Fatalf("Decode error lines\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+	c := Default()
+	if err := Decode(strings.NewReader("audio:\n  frame_ms: \"40\"\n  vad:\n    start_db: '15.5'\ngateway:\n  allow_insecure_ws: \"true\"\n"), &c); err != nil ||
+		c.Audio.FrameMS != 40 || c.Audio.VAD.StartDB != 15.5 || !c.Gateway.AllowInsecureWS {
+		t.Fatalf("quoted values: %v %+v", err, c)
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(p, []byte("audio:\n  frame_ms: twenty\nlog:\n  levl: debug\n"), 0o644)
+	_, err := Load(p)
+	want := []string{p + `: audio.frame_ms: "twenty": want a whole number (line 2)`, p + ": log.levl: unknown key (did you mean level?; line 4)"}
+	if got := strings.Split(fmt.Sprint(err), "\n"); !slices.Equal(got, want) {
+		t.Fatalf("Load error lines %q, want %q", got, want)
 	}
 }
 
@@ -135,6 +231,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add("\xff\xfe")
 	f.Add("&a [*a]")
 	f.Add("state: {x: 1}\nunknown: 2\n")
+	f.Add("audio: {frame_ms: \"20\", vad: {start_db: '3'}}\ngateway: {allow_insecure_ws: 'true'}")
+	f.Add("a: &a [1,1,1,1,1,1,1,1]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b]\naudio: {vad: [*c,*c,*c,*c,*c,*c,*c,*c]}")
 	f.Fuzz(func(t *testing.T, y string) {
 		c := Default()
 		if err := Decode(strings.NewReader(y), &c, "state"); err != nil {

@@ -2,10 +2,10 @@ package gateway
 
 import (
 	"cmp"
-	"encoding/binary"
 	"fmt"
 
 	"github.com/robot-agent/robot-agent/codec/opus"
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/protocol"
 )
 
@@ -54,8 +54,8 @@ func (s *Server) negotiate(hello *protocol.RobotHello) (sessionCodec, *protocol.
 	pol := protocol.AudioPolicy{OpusUp: want, OpusDown: want, UpBitrate: s.cfg.OpusUpBitrate,
 		DownFrameMS: 20, DownBitrate: s.cfg.OpusDownBitrate, DownFEC: true, UpDTX: true}
 	choice := protocol.ChooseAudio(hello, pol)
-	pcm := protocol.PCMAudio(hello.AudioUp.FrameMS)
-	up, down := pcm.Up, pcm.Down
+	v1 := protocol.PCMAudio(hello.AudioUp.FrameMS)
+	up, down := v1.Up, v1.Down
 	if choice != nil {
 		up, down = choice.Up, choice.Down
 	}
@@ -84,9 +84,8 @@ func (s *Server) negotiate(hello *protocol.RobotHello) (sessionCodec, *protocol.
 		}
 	}
 	sc.audio = protocol.SessionAudio{Up: up, Down: down}
-	gh := &protocol.GatewayHello{Protocol: protocol.Version, AudioUp: pcm.Up, AudioDown: pcm.Down}
+	gh := &protocol.GatewayHello{Protocol: protocol.Version, AudioUp: v1.Up, AudioDown: v1.Down, Minor: protocol.MinorVersion}
 	if choice != nil {
-		gh.Minor = protocol.MinorVersion
 		gh.Audio = &protocol.AudioChoice{Up: up, Down: down}
 	}
 	return sc, gh
@@ -127,10 +126,10 @@ func (sc *sessionCodec) decodeMic(h protocol.Header, pkt []byte) ([]byte, error)
 	return appendLE(out, sc.micPCM[:n]), nil
 }
 
-func appendLE(b []byte, pcm []int16) []byte {
-	for _, v := range pcm {
-		b = binary.LittleEndian.AppendUint16(b, uint16(v))
-	}
+func appendLE(b []byte, samples []int16) []byte {
+	n := len(b)
+	b = append(b, make([]byte, 2*len(samples))...)
+	pcm.Int16ToBytes(b[n:], samples)
 	return b
 }
 

@@ -33,6 +33,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
 )
@@ -48,8 +49,9 @@ const (
 
 // Config configures the embedded gateway.
 type Config struct {
-	// Token the robot must present as a bearer token. Empty accepts any
-	// non-empty token (development only).
+	// Token the robot must present as a bearer token. Empty: the gateway
+	// does not ask for one and accepts robots with or without a token
+	// (development only).
 	Token string
 	// TTSMode is binary (default) or base64 (JSON tts messages).
 	TTSMode string
@@ -268,7 +270,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	auth := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(auth, "Bearer ")
 	switch {
-	case !ok || tok == "":
+	case s.cfg.Token != "" && (!ok || tok == ""):
 		s.m.authFailures.Inc()
 		http.Error(w, "gateway: missing bearer token in Authorization header", http.StatusUnauthorized)
 		return
@@ -343,6 +345,12 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 	mt, data, err := conn.ReadMessage()
 	if err != nil {
 		s.log.Warn("gateway: no hello from robot", "device", dev, "err", err)
+		var ne interface{ Timeout() bool }
+		if errors.As(err, &ne) && ne.Timeout() {
+			// §3.1: no hello within 5 s is a policy violation (1008).
+			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "no hello within 5 s"), time.Now().Add(time.Second))
+			drainAfterClose(conn, time.Second)
+		}
 		return
 	}
 	var hello *protocol.RobotHello
@@ -422,6 +430,11 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 		return nil
 	})
 	err = ss.readLoop(sctx, conn, timeout)
+	if errors.Is(err, websocket.ErrReadLimit) {
+		// gorilla has sent close 1009; keep reading until the robot
+		// answers so the close frame is not lost to a TCP reset (§2.4).
+		drainAfterClose(conn, time.Second)
+	}
 	close(ss.done)
 	ss.stopActive()
 	s.mu.Lock()
@@ -556,10 +569,9 @@ func (ss *Session) readLoop(ctx context.Context, conn *websocket.Conn, timeout t
 			m, err := protocol.DecodeFromRobot(data)
 			if err != nil {
 				s.m.badMessages.Inc()
-				ref := ""
-				if meta, perr := protocol.PeekType(data, protocol.MaxControl); perr == nil {
-					ref = meta.EventID
-				}
+				// §9.1: the ref is the event_id whenever the message has
+				// one, so the error settles it.
+				ref := protocol.RefOf(data)
 				s.log.Warn("gateway: rejected control message", "session", ss.ID, "err", err)
 				ss.Send(&protocol.Error{Code: protocol.ErrorCode(err), Msg: "gateway: " + err.Error(), Ref: ref})
 				continue
@@ -605,6 +617,11 @@ func (ss *Session) onControl(m protocol.Message) {
 			ss.mu.Lock()
 			if ss.active == v.ResponseID {
 				ss.active = 0
+				if v.Interrupted && ss.cancelTTS != nil {
+					// §7.3: a robot-reported cut is an interruption:
+					// stop generating the response.
+					ss.cancelTTS()
+				}
 			}
 			ss.mu.Unlock()
 		}
@@ -635,11 +652,9 @@ func (ss *Session) onMic(ctx context.Context, h protocol.Header, payload []byte,
 		ss.vad.feed(payload)
 		return
 	}
-	pcm := make([]int16, len(payload)/2)
-	for i := range pcm {
-		pcm[i] = int16(uint16(payload[2*i]) | uint16(payload[2*i+1])<<8)
-	}
-	ss.segment(ctx, h.Flag, h.Stream, pcm)
+	samples := make([]int16, len(payload)/2)
+	pcm.BytesToInt16(samples, payload)
+	ss.segment(ctx, h.Flag, h.Stream, samples)
 }
 
 // segment collects one utterance from frames flagged start/continue/end:
@@ -724,9 +739,7 @@ func (ss *Session) greet(uid string) {
 	for off := 0; off < len(chime); off += chunk {
 		end := min(off+chunk, len(chime))
 		b := make([]byte, 2*(end-off))
-		for i, v := range chime[off:end] {
-			b[2*i], b[2*i+1] = byte(v), byte(uint16(v)>>8)
-		}
+		pcm.Int16ToBytes(b, chime[off:end])
 		if ss.Send(&protocol.TTS{Meta: protocol.Meta{Type: protocol.TypeGreetTTS}, ResponseID: id, AudioB64: base64.StdEncoding.EncodeToString(b)}) != nil {
 			return
 		}
@@ -825,20 +838,17 @@ func (ss *Session) streamTTS(ctx context.Context, id uint32, pcm []int16) {
 	ss.Send(&protocol.TTSDone{ResponseID: id})
 }
 
-func (ss *Session) sendTTSChunk(id uint32, pcm []int16, last bool) bool {
+func (ss *Session) sendTTSChunk(id uint32, samples []int16, last bool) bool {
 	s := ss.srv
-	b := make([]byte, 2*len(pcm))
-	for i, v := range pcm {
-		b[2*i] = byte(v)
-		b[2*i+1] = byte(uint16(v) >> 8)
-	}
+	b := make([]byte, 2*len(samples))
+	pcm.Int16ToBytes(b, samples)
 	s.m.ttsChunks.Inc()
 	if s.cfg.TTSMode == TTSBase64 {
 		return ss.Send(&protocol.TTS{ResponseID: id, AudioB64: base64.StdEncoding.EncodeToString(b), Last: last}) == nil
 	}
 	if ss.codec.audio.DownOpus() {
-		// One Opus packet per frame (docs/protocol.md 15.3).
-		return ss.codec.encodeTTS(pcm, last, func(pkt []byte, final bool) bool {
+		// One Opus packet per frame (docs/protocol.md 17.3).
+		return ss.codec.encodeTTS(samples, last, func(pkt []byte, final bool) bool {
 			return ss.sendTTSFrame(id, pkt, final)
 		})
 	}
@@ -860,4 +870,24 @@ func (ss *Session) sendTTSFrame(id uint32, payload []byte, last bool) bool {
 	s.m.ttsBytes.Add(int64(len(frame)))
 	s.m.ttsFrames.Inc()
 	return ss.SendRaw(websocket.BinaryMessage, frame) == nil
+}
+
+// drainAfterClose reads and discards what the peer still sends after our
+// close frame, until it closes the connection, nothing arrives for idle, or
+// 10·idle passes: closing a socket with unread data resets it and the peer
+// may lose the close frame.
+func drainAfterClose(conn *websocket.Conn, idle time.Duration) {
+	nc := conn.UnderlyingConn()
+	buf := make([]byte, 32<<10)
+	end := time.Now().Add(10 * idle)
+	for time.Now().Before(end) {
+		d := time.Now().Add(idle)
+		if d.After(end) {
+			d = end
+		}
+		nc.SetReadDeadline(d)
+		if _, err := nc.Read(buf); err != nil {
+			return
+		}
+	}
 }

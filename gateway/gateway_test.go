@@ -144,6 +144,20 @@ func TestAuthAndSubprotocol(t *testing.T) {
 	}
 }
 
+// TestNoTokenAskedNoneNeeded: a gateway without a token accepts a robot
+// that presents none.
+func TestNoTokenAskedNoneNeeded(t *testing.T) {
+	_, srv, reg := newTestServer(t, Config{})
+	c, _, err := dial(t, srv, "", "r1", true)
+	if err != nil {
+		t.Fatalf("robot without a token refused by a gateway that asks for none: %v", err)
+	}
+	c.Close()
+	if n := reg.Value("robot_agent_gateway_auth_failures_total"); n != 0 {
+		t.Fatalf("auth failures = %d, want 0", n)
+	}
+}
+
 func TestBadHelloIsRefused(t *testing.T) {
 	_, srv, _ := newTestServer(t, Config{})
 	c, _, err := dial(t, srv, "tok", "r1", true)

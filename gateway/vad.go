@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/hw"
 )
 
@@ -34,11 +35,9 @@ func newServerVAD(ctx context.Context, ss *Session) (*serverVAD, error) {
 
 // feed hands received PCM16LE to the VAD (session read goroutine).
 func (v *serverVAD) feed(pcmLE []byte) {
-	pcm := make([]int16, len(pcmLE)/2)
-	for i := range pcm {
-		pcm[i] = int16(uint16(pcmLE[2*i]) | uint16(pcmLE[2*i+1])<<8)
-	}
-	v.src.push(pcm)
+	samples := make([]int16, len(pcmLE)/2)
+	pcm.BytesToInt16(samples, pcmLE)
+	v.src.push(samples)
 }
 
 func (v *serverVAD) close() {

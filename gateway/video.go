@@ -27,9 +27,12 @@ type RecordedFrame struct {
 // VideoRecorder stores the video robots send: per session, H264 access
 // units concatenated into a raw Annex-B stream (playable with ffplay -f
 // h264, decodable with ffmpeg) and JPEG images, plus an index of every
-// frame. With a directory it writes <dir>/<session>.h264 and
-// <dir>/<session>-img-NNNNNN.jpg and keeps only the index in memory;
-// without one it keeps everything in memory (tests).
+// frame. With a directory it writes <dir>/<session>.h264,
+// <dir>/<session>-img-NNNNNN.jpg and the per-frame list
+// <dir>/<session>-frames.tsv (FramesHeader, then one line per frame:
+// sequence number, flag, mark bits, key frame, the robot's capture
+// timestamp, the receipt time, size, offset); without one it keeps
+// everything in memory (tests).
 //
 // Use its OnVideo method as Hooks.OnVideo. Methods are safe for
 // concurrent use; OnVideo does file I/O on the session's read goroutine,
@@ -48,6 +51,7 @@ type recording struct {
 	h264   []byte   // in memory (no dir)
 	images [][]byte // in memory (no dir)
 	file   *os.File
+	list   *os.File // per-frame list (dir only)
 	off    int
 	nimg   int
 }
@@ -119,6 +123,45 @@ func (r *VideoRecorder) Record(id string, h protocol.Header, payload []byte) {
 		}
 	}
 	rec.frames = append(rec.frames, f)
+	if r.dir != "" {
+		r.list(id, rec, f)
+	}
+}
+
+// FramesHeader is the first line of a <session>-frames.tsv file: the
+// columns of one line per frame. flag is h264 or image, mark the header's
+// mark bits, key 1 for a key frame, timestamp_us the robot's capture time
+// (its monotonic clock), received_us the recorder's clock at receipt,
+// offset the byte offset in <session>.h264 or the image number.
+const FramesHeader = "seq\tflag\tmark\tkey\ttimestamp_us\treceived_us\tsize\toffset"
+
+// list appends f to session id's per-frame list. r.mu held.
+func (r *VideoRecorder) list(id string, rec *recording, f RecordedFrame) {
+	if rec.list == nil {
+		var err error
+		rec.list, err = os.Create(filepath.Join(r.dir, safeName(id)+"-frames.tsv"))
+		if err != nil {
+			r.fail(err)
+			return
+		}
+		if _, err := fmt.Fprintln(rec.list, FramesHeader); err != nil {
+			r.fail(err)
+		}
+	}
+	flag := "h264"
+	if f.Header.Flag == protocol.FlagImage {
+		flag = "image"
+	} else if f.Header.Flag != protocol.FlagH264 {
+		flag = fmt.Sprint(int(f.Header.Flag))
+	}
+	key := 0
+	if f.Header.KeyFrame() {
+		key = 1
+	}
+	if _, err := fmt.Fprintf(rec.list, "%d\t%s\t%d\t%d\t%d\t%d\t%d\t%d\n", f.Header.Seq, flag, f.Header.Mark, key,
+		f.Header.Timestamp, f.At.Microseconds(), f.Size, f.Offset); err != nil {
+		r.fail(err)
+	}
 }
 
 func (r *VideoRecorder) fail(err error) {
@@ -178,6 +221,15 @@ func (r *VideoRecorder) Images(id string) [][]byte {
 	return nil
 }
 
+// ListPath returns where session id's per-frame list is written ("" in
+// memory).
+func (r *VideoRecorder) ListPath(id string) string {
+	if r.dir == "" {
+		return ""
+	}
+	return filepath.Join(r.dir, safeName(id)+"-frames.tsv")
+}
+
 // Path returns where session id's H264 stream is written ("" in memory).
 func (r *VideoRecorder) Path(id string) string {
 	if r.dir == "" {
@@ -196,6 +248,10 @@ func (r *VideoRecorder) Close() error {
 		if rec.file != nil {
 			errs = append(errs, rec.file.Close())
 			rec.file = nil
+		}
+		if rec.list != nil {
+			errs = append(errs, rec.list.Close())
+			rec.list = nil
 		}
 	}
 	return errors.Join(append([]error{r.err}, errs...)...)

@@ -17,9 +17,11 @@ func TestVideoRecorder(t *testing.T) {
 			t.Fatal(err)
 		}
 		h := func(f protocol.Flag, seq uint32) protocol.Header {
-			return protocol.Header{Kind: protocol.KindVideo, Flag: f, Seq: seq}
+			return protocol.Header{Kind: protocol.KindVideo, Flag: f, Seq: seq, Timestamp: 1000 + int64(seq)*66666}
 		}
-		r.Record("gw-1", h(protocol.FlagH264, 0), []byte{0, 0, 1, 0x65, 1})
+		key := h(protocol.FlagH264, 0)
+		key.Mark = protocol.MarkKeyFrame
+		r.Record("gw-1", key, []byte{0, 0, 1, 0x65, 1})
 		r.Record("gw-1", h(protocol.FlagImage, 1), []byte{0xff, 0xd8, 1})
 		r.Record("gw-1", h(protocol.FlagH264, 2), []byte{0, 0, 1, 0x41, 2})
 		r.Record("gw/2", h(protocol.FlagImage, 0), []byte{0xff, 0xd8, 2})
@@ -46,6 +48,14 @@ func TestVideoRecorder(t *testing.T) {
 		}
 		if ids := r.Sessions(); len(ids) != 2 {
 			t.Fatalf("sessions %v", ids)
+		}
+		list, err := os.ReadFile(r.ListPath("gw-1"))
+		want := FramesHeader + "\n" +
+			"0\th264\t1\t1\t1000\t0\t5\t0\n" +
+			"1\timage\t0\t0\t67666\t0\t3\t0\n" +
+			"2\th264\t0\t0\t134332\t0\t5\t5\n"
+		if err != nil || string(list) != want {
+			t.Fatalf("per-frame list\n%s(%v)\nwant\n%s", list, err, want)
 		}
 	}
 }

@@ -1,6 +1,9 @@
-// Package hw declares the device seams of robot-agent and holds their
-// implementations: simulated devices (package hw/sim) driven by an injectable
-// clock, and real ones (PortAudio, mediadevices, periph.io) behind build tags.
+// Package hw declares the device seams of robot-agent: small interfaces
+// and the errors their implementations share. It holds no driver and
+// initialises nothing (like periph's conn): the implementations live in
+// subpackages — hw/sim (simulated devices on an injectable clock),
+// hw/portaudio (real audio, build tag portaudio), hw/camera (cameras),
+// hw/host (the board's GPIO and I²C through periph's host drivers).
 //
 // Interfaces are small; optional capabilities are extra interfaces found by
 // type assertion (for example Primer on an AudioSink).
@@ -10,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/robot-agent/robot-agent/device"
 )
 
 // Errors shared by device implementations.
@@ -18,7 +23,9 @@ var (
 	ErrClosed = errors.New("hw: device closed")
 	// ErrNotBuiltIn is returned by stubs for support that needs cgo or a
 	// build tag this binary was built without.
-	ErrNotBuiltIn = errors.New("hw: support not built into this binary")
+	// It is device.ErrNotBuiltIn, shared with packages that do not
+	// import hw (codec/h264).
+	ErrNotBuiltIn = device.ErrNotBuiltIn
 	// ErrNoDevice is returned when a named device does not exist (now).
 	ErrNoDevice = errors.New("hw: no such device")
 	// ErrDeviceLost is returned when an open device disappears (unplugged).

@@ -37,8 +37,8 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/device"
 	"github.com/robot-agent/robot-agent/metrics"
-	"github.com/robot-agent/robot-agent/state"
 )
 
 type item struct {
@@ -73,7 +73,7 @@ type Server struct {
 }
 
 // New returns a server emitting through emit.
-func New(cfg Config, emit Emitter, deps state.Deps) (*Server, error) {
+func New(cfg Config, emit device.Emitter, deps device.Deps) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -6,14 +6,10 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/device"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
 )
-
-// Emitter sends a control event upstream (the uplink's control outbox).
-type Emitter interface {
-	Emit(m protocol.Message) error
-}
 
 // maxTracked bounds how many UIDs the tracker remembers; the least
 // recently seen is forgotten first.
@@ -38,7 +34,7 @@ type person struct {
 // A Tracker is used by one goroutine (the Server's).
 type Tracker struct {
 	cfg    Config
-	emit   Emitter
+	emit   device.Emitter
 	log    *slog.Logger
 	people map[string]*person
 
@@ -50,7 +46,7 @@ type Tracker struct {
 }
 
 // NewTracker returns a tracker; cfg must be valid.
-func NewTracker(cfg Config, emit Emitter, clk clock.Clock, log *slog.Logger, reg *metrics.Registry) *Tracker {
+func NewTracker(cfg Config, emit device.Emitter, clk clock.Clock, log *slog.Logger, reg *metrics.Registry) *Tracker {
 	return &Tracker{
 		cfg:       cfg.Defaults(),
 		emit:      emit,

@@ -85,6 +85,7 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/metrics"
 )
@@ -349,11 +350,7 @@ func (p *Player) PushPCM(responseID uint32, pcmLE []byte) error {
 			return ErrFull
 		}
 		n := min(len(s.buf), total-done)
-		src := pcmLE[2*done : 2*(done+n)]
-		dst := s.buf[:n]
-		for i := range dst {
-			dst[i] = int16(uint16(src[2*i]) | uint16(src[2*i+1])<<8)
-		}
+		pcm.BytesToInt16(s.buf[:n], pcmLE[2*done:2*(done+n)])
 		s.N, s.Resp, s.Gen, s.Pushed = n, key, gen, now
 		p.ring.Commit()
 		p.depth.Add(int64(n))

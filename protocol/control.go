@@ -344,6 +344,10 @@ type PlaybackProgress struct {
 	SamplesPlayed int64  `json:"samples_played"`
 	Done          bool   `json:"done,omitempty"`
 	Interrupted   bool   `json:"interrupted,omitempty"`
+	// SessionID (v1.1, final reports) is the session the response belongs
+	// to; it differs from the current one when the response was cut or
+	// finished while the link was down (§3.5).
+	SessionID string `json:"session_id,omitempty"`
 }
 
 // ASR is recognised user speech.

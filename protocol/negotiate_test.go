@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 )
@@ -100,4 +101,21 @@ func TestSpec_9_1_RefOf(t *testing.T) {
 			t.Errorf("RefOf(%s) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// FuzzRefOf: RefOf never panics, and what it returns is the event_id of
+// the object (so it occurs in the input) or "".
+func FuzzRefOf(f *testing.F) {
+	for _, s := range []string{`{"event_id":"e-1"}`, `{"type":7,"event_id":"x"}`, `{"event_id":5}`, `[]`, `{"event_id":"\u00e9"}`, ``} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ref := RefOf(data)
+		if len(ref) > MaxEventID {
+			t.Fatalf("ref of %d bytes", len(ref))
+		}
+		if ref != "" && !json.Valid(data) {
+			t.Fatalf("ref %q from invalid JSON %q", ref, data)
+		}
+	})
 }

@@ -43,15 +43,10 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/device"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
-	"github.com/robot-agent/robot-agent/state"
 )
-
-// Emitter sends a control event upstream (the uplink's control outbox).
-type Emitter interface {
-	Emit(m protocol.Message) error
-}
 
 // Output is one output line the arbiter may drive; state/gpio's *Output
 // implements it. Safe returns it to its safe level.
@@ -61,7 +56,7 @@ type Output interface {
 }
 
 // Outputs finds outputs by logical name. An error wrapping
-// state.ErrUnavailable means the output does not exist on this robot now.
+// device.ErrUnavailable means the output does not exist on this robot now.
 type Outputs interface {
 	Output(name string) (Output, error)
 }
@@ -108,12 +103,12 @@ type bucket struct {
 type Arbiter struct {
 	cfg     Config
 	outputs Outputs
-	emit    Emitter
+	emit    device.Emitter
 	clk     clock.Clock
 	log     *slog.Logger
 	reg     *metrics.Registry
 
-	received, succeeded, deadman, safeErrs, emitErrs *metrics.Counter
+	received, succeeded, refused, deadman, safeErrs, emitErrs *metrics.Counter
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -126,13 +121,15 @@ type Arbiter struct {
 	pins    map[string]*pin
 	buckets map[string]*bucket
 	logged  map[string]bool
+	// lastOverride is the last override decision (mu).
+	lastOverride Override
 
 	calls calls
 }
 
 // New returns an arbiter driving outputs and reporting through emit. The
 // link starts down: call SetLinkUp(true) when the gateway session is up.
-func New(cfg Config, outputs Outputs, emit Emitter, deps state.Deps) (*Arbiter, error) {
+func New(cfg Config, outputs Outputs, emit device.Emitter, deps device.Deps) (*Arbiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -148,6 +145,7 @@ func New(cfg Config, outputs Outputs, emit Emitter, deps state.Deps) (*Arbiter, 
 		reg:       r,
 		received:  r.Counter("robot_agent_skills_total", "Skills received from the gateway."),
 		succeeded: r.Counter("robot_agent_skills_ok_total", "Skills carried out."),
+		refused:   r.Counter("robot_agent_skills_refused_total", "Skills refused or failed (gateway's and local), all codes."),
 		deadman:   r.Counter("robot_agent_skills_deadman_total", "Link losses that returned outputs to their safe level."),
 		safeErrs:  r.Counter("robot_agent_skills_safe_errors_total", "Failed attempts to return an output to its safe level."),
 		emitErrs:  r.Counter("robot_agent_skills_emit_errors_total", "skill_result / function_call events the uplink refused."),
@@ -174,9 +172,14 @@ func New(cfg Config, outputs Outputs, emit Emitter, deps state.Deps) (*Arbiter, 
 // command arrives.
 func (a *Arbiter) SetLinkUp(up bool) {
 	a.mu.Lock()
-	was := a.linkUp
+	was, closed := a.linkUp, a.closed
 	a.linkUp = up
 	a.mu.Unlock()
+	if closed {
+		// The agent is stopping: Close already made every output safe;
+		// the link going down now is the clean exit, not a loss.
+		return
+	}
 	if up || !was {
 		if up && !was {
 			a.log.Info("skills: gateway link up; outputs stay safe until commanded")
@@ -449,7 +452,7 @@ func (a *Arbiter) pinFor(name string) (*pin, Output, error) {
 	if p.out == nil {
 		o, err := a.outputs.Output(name)
 		if err != nil || o == nil {
-			if err == nil || errors.Is(err, state.ErrUnavailable) {
+			if err == nil || errors.Is(err, device.ErrUnavailable) {
 				return nil, nil, fail(protocol.CodeUnavailable, "output %q is not available on this robot: %v", name, err)
 			}
 			return nil, nil, fail(protocol.CodeDeviceError, "output %q: %v", name, err)
@@ -520,6 +523,7 @@ func (a *Arbiter) count(err error, skill string) string {
 		code = se.code
 	}
 	a.reg.Counter("robot_agent_skills_rejected_"+code+"_total", "Skills refused or failed with "+code+".").Inc()
+	a.refused.Inc()
 	a.mu.Lock()
 	first := !a.logged[code]
 	a.logged[code] = true

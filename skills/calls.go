@@ -97,27 +97,38 @@ func (a *Arbiter) Raise(info protocol.FunctionCallInfo) (string, error) {
 	if closed {
 		return "", fmt.Errorf("skills: raise %s: arbiter closed", info.Type)
 	}
-	id := c.prefix + itoa(c.seq.Add(1))
 	p := &pending{info: info, done: make(chan struct{})}
+	m := &protocol.FunctionCall{
+		Meta:         protocol.Meta{Type: protocol.TypeFunctionCall, TS: a.clk.Mono().Microseconds()},
+		FunctionCall: info,
+	}
+	// c.mu is held until the call is registered, so a decision cannot
+	// arrive (HandleArbiter takes c.mu) for an id not yet pending.
 	c.mu.Lock()
 	if len(c.pending) >= a.cfg.FunctionCalls.MaxPending {
 		c.mu.Unlock()
 		return "", fmt.Errorf("%w (%d)", ErrTooManyPending, a.cfg.FunctionCalls.MaxPending)
 	}
-	c.pending[id] = p
-	c.mu.Unlock()
 	c.raised.Inc()
-	m := &protocol.FunctionCall{
-		Meta:         protocol.Meta{Type: protocol.TypeFunctionCall, EventID: id, TS: a.clk.Mono().Microseconds()},
-		FunctionCall: info,
+	var id string
+	var err error
+	if ie, ok := a.emit.(IDEmitter); ok {
+		// The uplink names it <boot_id>-<n>, on the same counter as
+		// every other event (§3.3), so gateway de-duplication works.
+		id, err = ie.EmitID(m)
+	} else {
+		id = c.prefix + itoa(c.seq.Add(1))
+		m.EventID = id
+		err = a.emit.Emit(m)
 	}
-	if err := a.emit.Emit(m); err != nil {
+	if err != nil {
+		c.mu.Unlock()
 		a.emitErrs.Inc()
-		if c.take(id) != nil {
-			c.timedOut(id, p, "the uplink refused the function call")
-		}
+		c.timedOut(id, p, "the uplink refused the function call")
 		return id, fmt.Errorf("skills: function call %s not sent: %w", info.Type, err)
 	}
+	c.pending[id] = p
+	c.mu.Unlock()
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -170,7 +181,12 @@ func (a *Arbiter) HandleArbiter(ctx context.Context, m *protocol.Arbiter) {
 		c.runDefault(m.Ref, p.info, m.Param)
 	case protocol.DecisionOverride:
 		c.overridden.Inc()
-		a.log.Info("skills: function call handled by the application (override)", "ref", m.Ref, "type", p.info.Type)
+		// §7.4: the application acts instead of the robot; its param says
+		// how, and is the only trace of that decision on the robot.
+		a.log.Info("skills: function call handled by the application (override)", "ref", m.Ref, "type", p.info.Type, "value", p.info.Value, "param", paramString(m.Param))
+		a.mu.Lock()
+		a.lastOverride = Override{Ref: m.Ref, Call: p.info, Param: append(json.RawMessage(nil), m.Param...)}
+		a.mu.Unlock()
 	case protocol.DecisionIllegal:
 		c.illegal.Inc()
 		a.logOnce("illegal", "skills: gateway judged a function call illegal", "ref", m.Ref, "type", p.info.Type, "value", p.info.Value)
@@ -198,6 +214,37 @@ func (c *calls) runDefault(id string, info protocol.FunctionCallInfo, param json
 			a.log.Warn("skills: default handler failed", "type", info.Type, "id", id, "err", err)
 		}
 	}()
+}
+
+// Override is the last override decision the robot received.
+type Override struct {
+	Ref   string                    // the function call's event_id
+	Call  protocol.FunctionCallInfo // the call
+	Param json.RawMessage           // the decision's param (arb_param), as sent
+}
+
+// LastOverride returns the most recent override decision and whether there
+// was one. Any goroutine.
+func (a *Arbiter) LastOverride() (Override, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lastOverride, a.lastOverride.Ref != ""
+}
+
+func paramString(p json.RawMessage) string {
+	if len(p) == 0 {
+		return "(none)"
+	}
+	if len(p) > 512 {
+		return string(p[:512]) + "…"
+	}
+	return string(p)
+}
+
+// IDEmitter is an Emitter that assigns the event_id itself (the uplink's
+// outbox: <boot_id>-<n> on the counter of every other event, §3.3).
+type IDEmitter interface {
+	EmitID(m protocol.Message) (string, error)
 }
 
 // Pending returns how many raised calls await a decision.

@@ -2,48 +2,26 @@ package state
 
 import (
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/device"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
 )
 
-// Emitter sends a control event upstream. The uplink's control-lane outbox
-// implements it: it assigns event_id when empty, never blocks for long and
-// returns an error (for example when the outbox is full) instead of dropping.
-type Emitter interface {
-	Emit(m protocol.Message) error
-}
+// Emitter is device.Emitter: the one control-lane interface state
+// modules, the recogniser endpoint and the skills arbiter send through.
+type Emitter = device.Emitter
 
-// ErrUnavailable marks a module (or device) that does not exist on this
-// host. Use errors.Is.
-var ErrUnavailable = errors.New("state: unavailable")
+// ErrUnavailable is device.ErrUnavailable: a module (or device) that does
+// not exist on this host. Use errors.Is.
+var ErrUnavailable = device.ErrUnavailable
 
-// Deps are the dependencies every module constructor takes.
-type Deps struct {
-	Clock   clock.Clock
-	Log     *slog.Logger
-	Metrics *metrics.Registry
-}
-
-// WithDefaults fills nil fields: the real clock, a discarding logger and a
-// private registry.
-func (d Deps) WithDefaults() Deps {
-	if d.Clock == nil {
-		d.Clock = clock.NewReal()
-	}
-	if d.Log == nil {
-		d.Log = slog.New(slog.DiscardHandler)
-	}
-	if d.Metrics == nil {
-		d.Metrics = metrics.NewRegistry()
-	}
-	return d
-}
+// Deps is device.Deps, the dependencies every module constructor takes.
+type Deps = device.Deps
 
 // errLogEvery bounds how often a failing Emit is logged; every failure is
 // counted.

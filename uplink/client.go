@@ -20,6 +20,9 @@ package uplink
 
 import (
 	"context"
+	crand "crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -74,10 +77,16 @@ type LinkObserver interface {
 
 // Config configures a Client.
 type Config struct {
-	URL      string // ws:// or wss:// URL of the gateway's /v1/robot endpoint
-	Token    string // bearer token
-	DeviceID string
-	Hello    protocol.RobotHello // agent_meta; Protocol/DeviceID filled in
+	URL   string // ws:// or wss:// URL of the gateway's /v1/robot endpoint
+	Token string // bearer token; empty: no Authorization header
+	// TLS configures wss:// (private CA, client certificate for mutual
+	// TLS, server name); nil: system roots and the URL's host.
+	TLS *tls.Config
+	// AllowInsecureWS permits plain ws:// to a non-loopback host (LAN
+	// development gateways only).
+	AllowInsecureWS bool
+	DeviceID        string
+	Hello           protocol.RobotHello // agent_meta; Protocol/DeviceID filled in
 
 	HandshakeTimeout time.Duration // dial + hello exchange; default 5 s
 	WriteTimeout     time.Duration // per write; default 5 s
@@ -153,7 +162,7 @@ func (c *Config) Validate() error {
 	if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
 		return fmt.Errorf("uplink: gateway url %q is not a ws:// or wss:// URL", c.URL)
 	}
-	if u.Scheme == "ws" && !isLoopback(u.Hostname()) {
+	if u.Scheme == "ws" && !isLoopback(u.Hostname()) && !c.AllowInsecureWS {
 		return fmt.Errorf("uplink: gateway url %q uses plain ws:// to a non-loopback host; use wss://", c.URL)
 	}
 	if u.User != nil || u.Query().Has("token") {
@@ -161,6 +170,9 @@ func (c *Config) Validate() error {
 	}
 	if c.DeviceID == "" {
 		return fmt.Errorf("uplink: device id is empty")
+	}
+	if c.MicFrameMax > 16000 {
+		return fmt.Errorf("uplink: mic frame max %d samples is over 1 s (16000 samples, §4.5)", c.MicFrameMax)
 	}
 	return nil
 }
@@ -172,8 +184,14 @@ func redact(u *url.URL) string {
 	return v.String()
 }
 
+// isLoopback reports whether host is "localhost" or a loopback IP address
+// (127.0.0.0/8, ::1); a name like 127.example.com is not.
 func isLoopback(host string) bool {
-	return host == "localhost" || host == "::1" || (len(host) > 4 && host[:4] == "127.")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // Client maintains the gateway session.
@@ -197,7 +215,8 @@ type Client struct {
 	seen   map[string]struct{}
 	seenQ  []string
 
-	lastRefused uint32 // read pump only: last response whose audio was refused
+	lastRefused uint32       // read pump only: last response whose audio was refused
+	errLimit    errorLimiter // read pump only: §9.1 error reply rate limit
 
 	// audio is the session's negotiated audio (set before the pumps
 	// start); micEnc the write pump's encoder (codec.go).
@@ -220,6 +239,8 @@ type clientMetrics struct {
 	gatewayErrors, ttsBytes, staleTTS        *metrics.Counter
 	micBytes                                 *metrics.Counter
 	keepaliveTimeouts, pings, goAways, dupes *metrics.Counter
+	errorsSuppressed, replaced, staleDropped *metrics.Counter
+	handshakeFailures                        *metrics.Counter
 	linkUp                                   *metrics.Gauge
 }
 
@@ -267,11 +288,18 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, t
 		dupes:             reg.Counter("robot_agent_uplink_duplicate_events_total", "Gateway control messages received twice (acked, not handled again)."),
 		micBytes:          reg.Counter("robot_agent_uplink_mic_bytes_total", "Mic frame bytes written to the WebSocket (header included)."),
 		linkUp:            reg.Gauge("robot_agent_uplink_up", "1 while a gateway session is established."),
+		errorsSuppressed:  reg.Counter("robot_agent_uplink_error_replies_suppressed_total", "Error replies to bad gateway input not sent because of the error rate limit (§9.1)."),
+		replaced:          reg.Counter("robot_agent_uplink_sessions_replaced_total", "Sessions the gateway closed with 4000 (another agent with this device id took over)."),
+		staleDropped:      reg.Counter("robot_agent_uplink_stale_ephemeral_dropped_total", "Acks, errors and periodic progress of an ended connection not sent on the next one (§5.3)."),
+		handshakeFailures: reg.Counter("robot_agent_uplink_handshake_failures_total", "Connections closed because the gateway hello was missing or bad (§3.1)."),
 	}
-	prefix := cfg.EventPrefix
-	if cfg.Hello.BootID != "" {
-		prefix = cfg.Hello.BootID
+	if cfg.Hello.BootID == "" {
+		// §3.3: every event id is <boot_id>-<n>.
+		cfg.Hello.BootID = NewBootID()
+		c.cfg.Hello.BootID = cfg.Hello.BootID
 	}
+	prefix := cfg.Hello.BootID
+	c.errLimit = errorLimiter{rate: errorReplyRate, burst: errorReplyBurst}
 	c.outbox = NewOutbox(prefix, cfg.OutboxLimit, clk, reg)
 	c.outbox.setWake(c.signal)
 	c.mic = newFrameLane(cfg.MicQueue, protocol.HeaderSize+2*cfg.MicFrameMax, c.m.micDropped, c.m.micQueued)
@@ -288,6 +316,21 @@ func (c *Client) Outbox() *Outbox { return c.outbox }
 
 // Emit queues a control message (see Outbox.Emit).
 func (c *Client) Emit(m protocol.Message) error { return c.outbox.Emit(m) }
+
+// EmitID queues a control message and returns its event_id, taken from the
+// same <boot_id>-<n> counter as every other event (§3.3).
+func (c *Client) EmitID(m protocol.Message) (string, error) { return c.outbox.EmitID(m) }
+
+// SetCapabilities sets the capability strings of the hello (§6.1): what
+// this robot really sends and plays, known once its parts are built. Call
+// before Run.
+func (c *Client) SetCapabilities(caps []string) {
+	c.cfg.Hello.Capabilities = append([]string(nil), caps...)
+}
+
+// BootID returns the boot id sent in the hello and used as the event id
+// prefix.
+func (c *Client) BootID() string { return c.cfg.Hello.BootID }
 
 // AddObserver registers a link observer. Call before Run.
 func (c *Client) AddObserver(o LinkObserver) { c.obs = append(c.obs, o) }
@@ -333,12 +376,33 @@ func (c *Client) SendEphemeral(m protocol.Message) {
 	if env.TS == 0 {
 		env.TS = c.clk.Mono().Microseconds()
 	}
+	if !c.up.Load() {
+		// §5.3: periodic messages are about the connection they were made
+		// for; nothing queued while the link is down is sent later.
+		c.m.staleDropped.Inc()
+		return
+	}
 	data, err := protocol.Marshal(m)
 	if err != nil {
 		c.log.Error("uplink: encode ephemeral message", "type", env.Type, "err", err)
 		return
 	}
 	c.queueEphemeral(data)
+}
+
+// discardStaleEphemeral drops acks, errors and periodic progress queued for
+// a connection that has ended (§5.3): they are not flushed into the next
+// one as a burst. Called between connections, when the write pump is not
+// running.
+func (c *Client) discardStaleEphemeral() {
+	for {
+		select {
+		case <-c.ephemeral:
+			c.m.staleDropped.Inc()
+		default:
+			return
+		}
+	}
 }
 
 func (c *Client) queueEphemeral(data []byte) {
@@ -372,7 +436,7 @@ func (c *Client) Run(ctx context.Context) error {
 			return nil
 		}
 		start := c.clk.Now()
-		err := c.session(ctx)
+		established, err := c.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -382,7 +446,11 @@ func (c *Client) Run(ctx context.Context) error {
 			after = ga.after
 		}
 		d := bo.next(c.clk.Now().Sub(start), after)
-		c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
+		if established {
+			c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
+		} else {
+			c.log.Warn("uplink: cannot connect to the gateway, retrying", "err", err, "retry_in", d.Round(time.Millisecond))
+		}
 		if !c.wait(ctx, d) {
 			return nil
 		}
@@ -463,15 +531,21 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 		Subprotocols:     []string{protocol.Subprotocol},
 		HandshakeTimeout: c.cfg.HandshakeTimeout,
 		Proxy:            http.ProxyFromEnvironment,
+		TLSClientConfig:  c.cfg.TLS,
 		ReadBufferSize:   16 << 10,
 		WriteBufferSize:  16 << 10,
 	}
 	h := http.Header{}
-	h.Set("Authorization", "Bearer "+c.cfg.Token)
+	if c.cfg.Token != "" {
+		h.Set("Authorization", "Bearer "+c.cfg.Token)
+	}
 	h.Set("X-Robot-Device-Id", c.cfg.DeviceID)
 	conn, resp, err := d.DialContext(ctx, c.cfg.URL, h)
 	if err != nil {
 		if resp != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+			if c.cfg.Token == "" {
+				return nil, fmt.Errorf("%w: HTTP %d: the gateway asks for a token and none is configured (set gateway.token_file)", ErrUnauthorized, resp.StatusCode)
+			}
 			return nil, fmt.Errorf("%w: HTTP %d", ErrUnauthorized, resp.StatusCode)
 		}
 		if resp != nil {
@@ -487,80 +561,136 @@ func (c *Client) dial(ctx context.Context) (*websocket.Conn, error) {
 	return conn, nil
 }
 
-// handshake sends the robot hello and waits for the gateway hello.
-func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, error) {
+// handshakeError is a failed hello exchange and the close code the robot
+// sends for it (§3.1): 1008 when no gateway hello came in time, 1002 for a
+// bad one.
+type handshakeError struct {
+	code   int
+	reason string // close reason, ≤ 123 bytes
+	err    error
+}
+
+func (e *handshakeError) Error() string { return e.err.Error() }
+func (e *handshakeError) Unwrap() error { return e.err }
+
+func badHello(code int, reason string, format string, args ...any) *handshakeError {
+	if len(reason) > 123 {
+		reason = reason[:123]
+	}
+	return &handshakeError{code: code, reason: reason, err: fmt.Errorf("%w: "+format, append([]any{ErrHandshake}, args...)...)}
+}
+
+// robotHello is the hello this client sends: the configured one with the
+// protocol fields and the v1.1 audio offer filled in.
+func (c *Client) robotHello() protocol.RobotHello {
 	hello := c.cfg.Hello
 	hello.Type = protocol.TypeHello
 	hello.Protocol = protocol.Version
+	hello.Minor = protocol.MinorVersion
 	hello.DeviceID = c.cfg.DeviceID
+	if hello.AudioUp.Format == "" {
+		hello.AudioUp = protocol.AudioParams{Format: protocol.FormatPCM16LE, SampleRate: 16000, Channels: 1, FrameMS: 20}
+	}
+	if len(hello.AudioDown) == 0 {
+		hello.AudioDown = []protocol.AudioParams{{Format: protocol.FormatPCM16LE, SampleRate: 24000, Channels: 1}}
+	}
+	if hello.Audio == nil {
+		// The configured codecs first (most preferred), then PCM.
+		hello.Audio = c.audioOffer(&hello)
+	}
+	return hello
+}
+
+// handshake sends the robot hello and waits for the gateway hello. It
+// returns the negotiated session parameters (§3.9).
+func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, protocol.Negotiated, error) {
+	var neg protocol.Negotiated
+	hello := c.robotHello()
 	hello.TS = c.clk.Mono().Microseconds()
 	if s, _ := c.sessionID.Load().(string); s != "" {
 		hello.ResumeSession = s
 	}
-	if c.cfg.Codecs != nil && hello.Audio == nil {
-		hello.Minor = max(hello.Minor, protocol.MinorVersion)
-		hello.Audio = c.audioOffer(&hello)
-	}
 	data, err := protocol.Marshal(&hello)
 	if err != nil {
-		return nil, fmt.Errorf("%w: encode hello: %v", ErrHandshake, err)
+		return nil, neg, fmt.Errorf("%w: encode hello: %v", ErrHandshake, err)
 	}
 	deadline := time.Now().Add(c.cfg.HandshakeTimeout)
 	conn.SetWriteDeadline(deadline)
 	if err := conn.WriteMessage(websocket.TextMessage, data); err != nil {
-		return nil, fmt.Errorf("%w: send hello: %v", ErrHandshake, err)
+		return nil, neg, fmt.Errorf("%w: send hello: %v", ErrHandshake, err)
 	}
 	conn.SetReadDeadline(deadline)
 	conn.SetReadLimit(protocol.MaxControl)
 	mt, msg, err := conn.ReadMessage()
 	if err != nil {
-		return nil, fmt.Errorf("%w: waiting for gateway hello: %v", ErrHandshake, err)
+		var ne interface{ Timeout() bool }
+		if errors.As(err, &ne) && ne.Timeout() {
+			return nil, neg, badHello(websocket.ClosePolicyViolation, "no gateway hello within "+c.cfg.HandshakeTimeout.String(), "no gateway hello within %v", c.cfg.HandshakeTimeout)
+		}
+		return nil, neg, fmt.Errorf("%w: waiting for gateway hello: %v", ErrHandshake, err)
 	}
 	if mt != websocket.TextMessage {
-		return nil, fmt.Errorf("%w: first gateway message is binary, want hello", ErrHandshake)
+		return nil, neg, badHello(websocket.CloseProtocolError, "bad gateway hello: first message is binary", "first gateway message is binary, want hello")
 	}
 	m, err := protocol.DecodeFromGateway(msg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrHandshake, err)
+		return nil, neg, badHello(websocket.CloseProtocolError, "bad gateway hello: "+err.Error(), "%v", err)
 	}
 	gh, ok := m.(*protocol.GatewayHello)
 	if !ok {
 		if e, ok := m.(*protocol.Error); ok {
-			return nil, fmt.Errorf("%w: gateway error %s: %s", ErrHandshake, e.Code, e.Msg)
+			return nil, neg, badHello(websocket.CloseProtocolError, "gateway error "+e.Code+" before hello", "gateway error %s: %s", e.Code, e.Msg)
 		}
-		return nil, fmt.Errorf("%w: first gateway message is %q, want hello", ErrHandshake, m.Envelope().Type)
+		return nil, neg, badHello(websocket.CloseProtocolError, "bad gateway hello: first message is "+m.Envelope().Type, "first gateway message is %q, want hello", m.Envelope().Type)
 	}
-	// A choice that was not offered is a bad hello: no error message, the
-	// session closes with 1002 (docs/protocol.md 3.1 step 6).
-	if err := c.negotiate(&hello, gh); err != nil {
-		return nil, err
+	neg, err = protocol.Negotiate(&hello, gh, c.cfg.DefaultKeepalive)
+	if err == nil {
+		// The formats and their codec parameters (§17); a codec the robot
+		// did not offer is a bad hello like any other.
+		err = c.negotiate(&hello, gh)
 	}
-	return gh, nil
+	if err != nil {
+		return nil, neg, badHello(websocket.CloseProtocolError, "bad gateway hello: "+err.Error(), "%v", err)
+	}
+	return gh, neg, nil
 }
 
-// session runs one connection from dial to close.
-func (c *Client) session(ctx context.Context) error {
+// session runs one connection from dial to close; established reports
+// whether it got past the hello exchange (a session that started).
+func (c *Client) session(ctx context.Context) (established bool, err error) {
 	conn, err := c.dial(ctx)
 	if err != nil {
-		c.m.dialErrors.Inc()
-		return err
+		if ctx.Err() == nil {
+			c.m.dialErrors.Inc()
+		}
+		return false, err
 	}
 	defer conn.Close()
-	gh, err := c.handshake(conn)
+	gh, neg, err := c.handshake(conn)
 	if err != nil {
-		c.m.dialErrors.Inc()
-		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseProtocolError, "handshake failed"), time.Now().Add(time.Second))
-		return err
+		if ctx.Err() == nil {
+			c.m.dialErrors.Inc()
+		}
+		// §3.1: no error message during the handshake; a close frame whose
+		// code and reason say what was wrong.
+		code, reason := websocket.CloseProtocolError, "handshake failed"
+		var he *handshakeError
+		if errors.As(err, &he) {
+			code, reason = he.code, he.reason
+			c.m.handshakeFailures.Inc()
+		}
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
+		drainAfterClose(conn, time.Second)
+		return false, err
 	}
-	ka := gh.Keepalive
-	if ka.IntervalMS <= 0 {
-		ka.IntervalMS = c.cfg.DefaultKeepalive.IntervalMS
-	}
-	if ka.TimeoutMS <= 0 {
-		ka.TimeoutMS = c.cfg.DefaultKeepalive.TimeoutMS
-	}
+	// §3.6: each keepalive field defaults on its own.
+	ka := neg.Keepalive
 	timeout := time.Duration(ka.TimeoutMS) * time.Millisecond
 	c.sessionID.Store(gh.SessionID)
+	if !gh.Resumed {
+		c.resetSeen() // §5.3: de-duplication is per gateway session
+	}
+	c.discardStaleEphemeral()
 	c.outbox.rewind()
 	// Video queued for the old connection is stale; the video pipeline
 	// starts every session with a key frame. (The write pump, the lane's
@@ -574,7 +704,7 @@ func (c *Client) session(ctx context.Context) error {
 	c.up.Store(true)
 	c.m.linkUp.Set(1)
 	c.m.connects.Inc()
-	c.log.Info("uplink: session established", "session", gh.SessionID, "resumed", gh.Resumed, "keepalive_ms", ka.IntervalMS, "pending_control", c.outbox.Len())
+	c.log.Info("uplink: session established", "session", gh.SessionID, "resumed", gh.Resumed, "protocol_minor", neg.Minor, "gateway_capabilities", gh.Capabilities, "keepalive_ms", ka.IntervalMS, "keepalive_timeout_ms", ka.TimeoutMS, "pending_control", c.outbox.Len())
 	for _, o := range c.obs {
 		o.LinkChanged(true, gh.SessionID)
 	}
@@ -603,7 +733,7 @@ func (c *Client) session(ctx context.Context) error {
 	// The read pump is the jitter buffer's only producer: it must be gone
 	// before the next session resets the buffer.
 	<-readDone
-	return werr
+	return true, werr
 }
 
 // writePump is the only goroutine that writes to conn.
@@ -632,6 +762,20 @@ func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery 
 			if errors.As(err, &ka) {
 				c.m.keepaliveTimeouts.Inc()
 			}
+			var rl readLimitError
+			if errors.As(err, &rl) {
+				// gorilla has already sent close 1009 (§2.4). Keep reading
+				// (and discarding) until the gateway answers or 1 s passes,
+				// so the close frame is not lost to a TCP reset while the
+				// gateway is still sending the oversized message.
+				drainAfterClose(conn, time.Second)
+				return err
+			}
+			var cr *closeReceived
+			if errors.As(err, &cr) {
+				// gorilla has echoed the gateway's close frame.
+				return err
+			}
 			// Tell the gateway why, if the socket still works.
 			code, text := websocket.CloseGoingAway, "read failed"
 			var ga *goAwayError
@@ -639,6 +783,9 @@ func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery 
 				code, text = websocket.CloseNormalClosure, "go_away"
 			}
 			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
+			if ga != nil {
+				drainAfterClose(conn, time.Second)
+			}
 			return err
 		case <-ping.C:
 			c.m.pings.Inc()
@@ -749,16 +896,12 @@ func (c *Client) readPump(ctx context.Context, conn *websocket.Conn, timeout tim
 	for {
 		mt, r, err := conn.NextReader()
 		if err != nil {
-			var ne interface{ Timeout() bool }
-			if errors.As(err, &ne) && ne.Timeout() {
-				return keepaliveError{err}
-			}
-			return fmt.Errorf("uplink: read: %w", err)
+			return c.readError(err)
 		}
 		conn.SetReadDeadline(time.Now().Add(timeout))
 		buf, err = readAll(r, buf[:0])
 		if err != nil {
-			return fmt.Errorf("uplink: read: %w", err)
+			return c.readError(err)
 		}
 		switch mt {
 		case websocket.BinaryMessage:
@@ -767,6 +910,67 @@ func (c *Client) readPump(ctx context.Context, conn *websocket.Conn, timeout tim
 			if err := c.handleText(ctx, buf); err != nil {
 				return err
 			}
+		}
+	}
+}
+
+// readError classifies why the read pump stopped.
+func (c *Client) readError(err error) error {
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) && ne.Timeout() {
+		return keepaliveError{err}
+	}
+	if errors.Is(err, websocket.ErrReadLimit) {
+		c.log.Warn("uplink: gateway message over the read limit; closed with 1009", "limit", protocol.MaxDownlinkHard)
+		return readLimitError{err}
+	}
+	var ce *websocket.CloseError
+	if errors.As(err, &ce) {
+		if ce.Code == protocol.CloseSessionReplaced {
+			// §2.5: loud, counted, then the normal reconnect.
+			c.m.replaced.Inc()
+			c.log.Error("uplink: SESSION REPLACED (close 4000): another agent is connected with this device id; two agents sharing a device id keep displacing each other",
+				"device_id", c.cfg.DeviceID, "boot_id", c.cfg.Hello.BootID, "reason", ce.Text)
+		}
+		return &closeReceived{code: ce.Code, text: ce.Text}
+	}
+	return fmt.Errorf("uplink: read: %w", err)
+}
+
+type readLimitError struct{ err error }
+
+func (e readLimitError) Error() string {
+	return fmt.Sprintf("uplink: gateway message over the %d-byte read limit (closed with 1009)", protocol.MaxDownlinkHard)
+}
+func (e readLimitError) Unwrap() error { return e.err }
+
+// closeReceived is a close frame from the gateway.
+type closeReceived struct {
+	code int
+	text string
+}
+
+func (e *closeReceived) Error() string {
+	return fmt.Sprintf("uplink: gateway closed the connection (%d %q)", e.code, e.text)
+}
+
+// drainAfterClose reads and discards whatever the peer still sends after
+// our close frame, until it closes the TCP connection, nothing arrives for
+// idle, or 10·idle passes. Closing a socket with unread data makes the
+// kernel reset the connection, and the peer may then lose our close frame.
+// Only call it once the read pump has stopped.
+func drainAfterClose(conn *websocket.Conn, idle time.Duration) {
+	nc := conn.UnderlyingConn()
+	buf := make([]byte, 32<<10)
+	end := time.Now().Add(10 * idle)
+	for time.Now().Before(end) {
+		d := time.Now().Add(idle)
+		if d.After(end) {
+			d = end
+		}
+		nc.SetReadDeadline(d)
+		if _, err := nc.Read(buf); err != nil {
+			return
 		}
 	}
 }
@@ -796,7 +1000,7 @@ func (c *Client) handleBinary(msg []byte) {
 	if err != nil {
 		c.m.badFrames.Inc()
 		c.log.Warn("uplink: rejected binary frame from gateway", "err", err)
-		c.sendError(protocol.CodeBadFrame, err.Error(), "")
+		c.sendError(protocol.FrameErrorCode(err), err.Error(), "")
 		return
 	}
 	c.m.ttsBytes.Add(int64(len(payload)))
@@ -842,10 +1046,10 @@ func (c *Client) refused(id uint32, err error) {
 func (c *Client) handleText(ctx context.Context, msg []byte) error {
 	m, err := protocol.DecodeFromGateway(msg)
 	if err != nil {
-		ref := ""
-		if meta, perr := protocol.PeekType(msg, protocol.MaxDownlink); perr == nil {
-			ref = meta.EventID
-		}
+		// §9.1: the ref is the message's event_id whenever it has one,
+		// whatever else is wrong (no type included), so the error settles
+		// it.
+		ref := protocol.RefOf(msg)
 		if errors.Is(err, protocol.ErrUnknownType) {
 			c.m.unknownTypes.Inc()
 		} else {
@@ -890,6 +1094,9 @@ func (c *Client) handleText(ctx context.Context, msg []byte) error {
 	case *protocol.Error:
 		c.m.gatewayErrors.Inc()
 		c.log.Warn("uplink: gateway reported an error", "code", v.Code, "msg", v.Msg, "ref", v.Ref)
+		if v.Ref != "" {
+			c.outbox.Ack(v.Ref) // §5.3: an error with ref settles the message
+		}
 	case *protocol.GatewayHello:
 		c.m.badMessages.Inc()
 		c.log.Warn("uplink: unexpected second hello from gateway; ignored")
@@ -904,6 +1111,14 @@ func (c *Client) handleText(ctx context.Context, msg []byte) error {
 	}
 	c.control.push(m)
 	return nil
+}
+
+// resetSeen forgets the gateway event ids seen (a new gateway session).
+func (c *Client) resetSeen() {
+	c.seenMu.Lock()
+	clear(c.seen)
+	c.seenQ = c.seenQ[:0]
+	c.seenMu.Unlock()
 }
 
 func (c *Client) isDuplicate(id string) bool {
@@ -929,7 +1144,15 @@ func (c *Client) ack(id string) {
 	c.queueEphemeral(data)
 }
 
+// sendError answers bad gateway input (read pump only). Errors without a
+// ref are rate limited (§9.1): beyond errorReplyRate per second they are
+// only counted. An error with a ref settles a reliable message and is
+// always sent.
 func (c *Client) sendError(code, msg, ref string) {
+	if ref == "" && !c.errLimit.allow(c.clk.Now()) {
+		c.m.errorsSuppressed.Inc()
+		return
+	}
 	if len(msg) > 1024 {
 		msg = msg[:1024]
 	}
@@ -988,4 +1211,40 @@ func (q *controlQueue) pop(ctx context.Context) (protocol.Message, bool) {
 		case <-q.ready:
 		}
 	}
+}
+
+// Error reply rate limit (§9.1): a burst of errorReplyBurst, then
+// errorReplyRate per second.
+const (
+	errorReplyRate  = 10
+	errorReplyBurst = 10
+)
+
+// errorLimiter is a token bucket. Read pump only.
+type errorLimiter struct {
+	rate, burst float64
+	tokens      float64
+	last        time.Time
+}
+
+func (l *errorLimiter) allow(now time.Time) bool {
+	if l.last.IsZero() {
+		l.tokens = l.burst
+	} else if el := now.Sub(l.last).Seconds(); el > 0 {
+		l.tokens = min(l.burst, l.tokens+el*l.rate)
+	}
+	l.last = now
+	if l.tokens < 1 {
+		return false
+	}
+	l.tokens--
+	return true
+}
+
+// NewBootID returns a boot id: 128 random bits as 32 lowercase hex digits
+// (§3.3).
+func NewBootID() string {
+	var b [16]byte
+	crand.Read(b[:]) // never fails (Go ≥ 1.24)
+	return hex.EncodeToString(b[:])
 }

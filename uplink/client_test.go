@@ -334,8 +334,9 @@ func TestBadInputFromGateway(t *testing.T) {
 		{"invalid utf8", websocket.TextMessage, []byte("{\"type\":\"asr\",\"text\":\"\xff\xfe\"}"), protocol.CodeBadMessage, "robot_agent_uplink_bad_messages_total"},
 		{"truncated header", websocket.BinaryMessage, truncated, protocol.CodeBadFrame, "robot_agent_uplink_bad_frames_total"},
 		{"length beyond frame", websocket.BinaryMessage, lying, protocol.CodeBadFrame, "robot_agent_uplink_bad_frames_total"},
-		{"oversized frame", websocket.BinaryMessage, oversized, protocol.CodeBadFrame, "robot_agent_uplink_bad_frames_total"},
+		{"oversized frame", websocket.BinaryMessage, oversized, protocol.CodeTooLarge, "robot_agent_uplink_bad_frames_total"},
 		{"mic frame downlink", websocket.BinaryMessage, protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindMicAudio}, nil), protocol.CodeBadFrame, "robot_agent_uplink_bad_frames_total"},
+		{"mic frame downlink with stream", websocket.BinaryMessage, protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindMicAudio, Stream: 1}, nil), protocol.CodeUnsupported, "robot_agent_uplink_bad_frames_total"},
 	}
 	errorsBefore := func() int {
 		n := 0
@@ -470,11 +471,65 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("error leaks the token: %v", err)
 		}
 	}
-	ok := Config{URL: "wss://gw.example.com/v1/robot", DeviceID: "r"}
-	if err := ok.Validate(); err != nil {
-		t.Fatal(err)
+	for _, ok := range []Config{
+		{URL: "wss://gw.example.com/v1/robot", DeviceID: "r"},
+		{URL: "ws://127.0.0.1:8765/v1/robot", DeviceID: "r"},
+		{URL: "ws://[::1]:8765/v1/robot", DeviceID: "r"},
+		{URL: "ws://192.168.1.5:8765/v1/robot", DeviceID: "r", AllowInsecureWS: true},
+	} {
+		if err := ok.Validate(); err != nil {
+			t.Errorf("Validate(%q, allow_insecure_ws=%v) = %v", ok.URL, ok.AllowInsecureWS, err)
+		}
+	}
+	bad := Config{URL: "ws://127.0.0.1.example.com/v1/robot", DeviceID: "r"}
+	if err := bad.Validate(); err == nil {
+		t.Error("a host named like a loopback address passed as loopback")
 	}
 	_ = errors.New
+}
+
+// TestNoTokenNoHeader: without a token the client sends no Authorization
+// header; a gateway that asks for none accepts it, one that asks for one
+// answers 401 and the error says how to configure the token.
+func TestNoTokenNoHeader(t *testing.T) {
+	var sawAuth atomic.Bool
+	gw, err := gateway.New(gateway.Config{}, clock.NewReal(), metrics.NewRegistry(), testLogger(t), gateway.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if req.Header.Get("Authorization") != "" {
+			sawAuth.Store(true)
+		}
+		gw.ServeHTTP(w, req)
+	}))
+	defer srv.Close()
+	reg := metrics.NewRegistry()
+	c, err := New(Config{URL: wsURL(srv), DeviceID: "r",
+		Hello: protocol.RobotHello{AudioUp: protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1}}},
+		clock.NewReal(), reg, testLogger(t), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx); close(done) }()
+	waitFor(t, "session without a token", c.Up)
+	cancel()
+	<-done
+	if sawAuth.Load() {
+		t.Fatal("client sent an Authorization header without a token")
+	}
+
+	r := newRig(t, gateway.Config{Token: "right"}, func(c *Config) { c.Token = "" })
+	waitFor(t, "dial error", func() bool { return r.reg.Value("robot_agent_uplink_dial_errors_total") >= 1 })
+	if r.client.Up() {
+		t.Fatal("session established without the token the gateway asks for")
+	}
+	cc := r.client.cfg
+	if _, err := r.client.dial(context.Background()); err == nil || !errors.Is(err, ErrUnauthorized) || !strings.Contains(err.Error(), "set gateway.token_file") {
+		t.Fatalf("dial without a token: %v (config %q)", err, cc.URL)
+	}
 }
 
 // TestControlLaneResentAfterAbruptDrop: the gateway withholds the ack of one

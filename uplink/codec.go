@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
 )
@@ -75,20 +76,20 @@ func (c *Client) audioOffer(h *protocol.RobotHello) *protocol.AudioOffer {
 func (c *Client) negotiate(hello *protocol.RobotHello, gh *protocol.GatewayHello) error {
 	sa, err := protocol.NegotiateAudio(hello, gh)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrHandshake, err)
+		return err
 	}
 	if sa.UpOpus() {
 		if err := c.prepareMicEncoder(sa.Up); err != nil {
-			return fmt.Errorf("%w: %v", ErrHandshake, err)
+			return err
 		}
 	}
 	ps, isPS := c.tts.(PacketSink)
 	if sa.DownOpus() && !isPS {
-		return fmt.Errorf("%w: gateway chose %s TTS but the TTS sink plays PCM only", ErrHandshake, sa.Down.Format)
+		return fmt.Errorf("uplink: gateway chose %s TTS but the TTS sink plays PCM only", sa.Down.Format)
 	}
 	if isPS {
 		if err := ps.SetDownFormat(sa.Down); err != nil {
-			return fmt.Errorf("%w: %v", ErrHandshake, err)
+			return err
 		}
 	}
 	c.audio = sa
@@ -154,9 +155,7 @@ func (c *Client) encodeMic(f []byte) ([]byte, bool) {
 		c.logEncodeError(fmt.Errorf("uplink: mic frame of %d samples, encoder frame is %d", n, len(mc.pcm)))
 		return nil, false
 	}
-	for i := 0; i < n; i++ {
-		mc.pcm[i] = int16(binary.LittleEndian.Uint16(payload[2*i:]))
-	}
+	pcm.BytesToInt16(mc.pcm, payload)
 	clear(mc.pcm[n:])
 	m, err := mc.enc.Encode(mc.pcm, mc.out[protocol.HeaderSize:])
 	if err != nil {

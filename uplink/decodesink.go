@@ -1,10 +1,10 @@
 package uplink
 
 import (
-	"encoding/binary"
 	"fmt"
 	"log/slog"
 
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
 )
@@ -180,11 +180,9 @@ func (s *DecodingSink) conceal(id uint32, lost int, next []byte) error {
 	return nil
 }
 
-func (s *DecodingSink) push(id uint32, pcm []int16) error {
-	b := s.le[:2*len(pcm)]
-	for i, v := range pcm {
-		binary.LittleEndian.PutUint16(b[2*i:], uint16(v))
-	}
+func (s *DecodingSink) push(id uint32, samples []int16) error {
+	b := s.le[:2*len(samples)]
+	pcm.Int16ToBytes(b, samples)
 	return s.TTSSink.PushPCM(id, b)
 }
 

@@ -3,27 +3,25 @@ package uplink
 import (
 	"sync/atomic"
 
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
-)
-
-// Delivery is a fast-lane media class's policy when the link cannot keep up.
-type Delivery int
-
-const (
-	// LosslessBounded queues up to the lane's capacity and then refuses new
-	// frames (drop newest, counted). Used for mic audio: a short outage
-	// loses nothing, a long one loses the newest audio, never blocking the
-	// capture side.
-	LosslessBounded Delivery = iota
-	// LossyLatest keeps only what fits and prefers newer frames (video).
-	LossyLatest
 )
 
 // frameLane is a single-producer/single-consumer ring of preallocated
 // encoded frames (header + payload). The producer (a capture pump) encodes
 // straight into a slot; the consumer (the write pump) writes the slot's
 // bytes to the WebSocket and releases it.
+//
+// # Policy when the link cannot keep up
+//
+// A full lane refuses the new frame (drop newest, counted): frames already
+// queued are never evicted, because only the consumer may move head. For
+// mic audio that is lossless up to the lane's capacity. For video it means
+// the lane is not latest-wins by itself: the video pipeline reacts to a
+// refusal by skipping to a key frame made from the newest picture, so
+// what is queued (at most VideoQueue frames) goes out first and the newest
+// picture wins from the next GOP on (docs/video.md).
 //
 // # Concurrency
 //
@@ -73,11 +71,7 @@ func (l *frameLane) pushPCM(h protocol.Header, samples []int16) bool {
 	h.Version = protocol.Version
 	h.Length = uint32(2 * len(samples))
 	protocol.PutHeader(slot, h)
-	p := slot[protocol.HeaderSize:]
-	for j, s := range samples {
-		p[2*j] = byte(s)
-		p[2*j+1] = byte(uint16(s) >> 8)
-	}
+	pcm.Int16ToBytes(slot[protocol.HeaderSize:], samples)
 	l.lens[i] = n
 	l.tail.Store(t + 1)
 	l.queued.Inc()

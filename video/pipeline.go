@@ -578,7 +578,8 @@ func (p *Pipeline) sendImage(f *camera.Frame, pic *image.YCbCr) {
 		p.nextImage = f.TS + p.cfg.Image.Interval
 		return
 	}
-	h := protocol.Header{Kind: protocol.KindVideo, Flag: protocol.FlagImage, Seq: p.seq, Timestamp: p.stamp(1, f.TS)}
+	// Every JPEG stands alone: mark bit 0 is set on each (§4.6).
+	h := protocol.Header{Kind: protocol.KindVideo, Flag: protocol.FlagImage, Mark: protocol.MarkKeyFrame, Seq: p.seq, Timestamp: p.stamp(1, f.TS)}
 	p.seq++
 	if !p.sink.SendVideo(h, payload) {
 		p.m.imagesDropped.Inc() // retried with the next frame

@@ -232,6 +232,9 @@ func TestPipelineStreams(t *testing.T) {
 		if want := int64(i) * 1e6; im.h.Timestamp != want {
 			t.Errorf("image %d at %d µs, want %d", i, im.h.Timestamp, want)
 		}
+		if !im.h.KeyFrame() {
+			t.Errorf("image %d: mark bit 0 (key frame) not set; every JPEG stands alone (§4.6)", i)
+		}
 		cfg, err := stdjpeg.DecodeConfig(bytes.NewReader(im.payload))
 		if err != nil || cfg.Width != 160 || cfg.Height != 120 {
 			t.Fatalf("image %d: %+v, %v; want a 160x120 JPEG", i, cfg, err)

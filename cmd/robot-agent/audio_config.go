@@ -1,14 +1,10 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/hw/portaudio"
 )
 
@@ -48,6 +44,19 @@ type audioDevicesConfig struct {
 	// RetryMaxMS caps the backoff between attempts to reopen a missing
 	// device.
 	RetryMaxMS int `yaml:"retry_max_ms"`
+	// RealtimePriority is the SCHED_FIFO priority of the device callback
+	// threads (0: normal scheduling). Without the privilege the agent logs
+	// one warning and keeps normal priority.
+	RealtimePriority int `yaml:"realtime_priority"`
+}
+
+// devicePriority maps realtime_priority to portaudio.DeviceConfig's
+// RealtimePriority (where 0 means the default and -1 off).
+func (c audioDevicesConfig) devicePriority() int {
+	if c.RealtimePriority == 0 {
+		return -1
+	}
+	return c.RealtimePriority
 }
 
 func defaultAudioDevices() audioDevicesConfig {
@@ -57,20 +66,18 @@ func defaultAudioDevices() audioDevicesConfig {
 		HalfDuplex:       halfDuplexGate,
 		HalfDuplexTailMS: 300,
 		RetryMaxMS:       int(portaudio.DefaultRetryMax / time.Millisecond),
+		RealtimePriority: portaudio.DefaultRealtimePriority,
 	}
 }
-
-var errAudioDevices = fmt.Errorf("%w: %s", config.ErrInvalid, audioDevicesSection)
 
 // loadAudioDevices reads the audio_devices section of cfg over the defaults,
 // then the ROBOT_AGENT_AUDIO_INPUT, ROBOT_AGENT_AUDIO_OUTPUT and
 // ROBOT_AGENT_HALF_DUPLEX environment variables, and validates the result.
+// Problems are *field.Error values under audio_devices.
 func loadAudioDevices(cfg config.Config, getenv func(string) string) (audioDevicesConfig, error) {
 	c := defaultAudioDevices()
-	if n, ok := cfg.Extra[audioDevicesSection]; ok {
-		if err := decodeStrict(&n, &c); err != nil {
-			return c, err
-		}
+	if _, err := config.DecodeSection(cfg.Extra, audioDevicesSection, &c); err != nil {
+		return c, err
 	}
 	if v := getenv("ROBOT_AGENT_AUDIO_INPUT"); v != "" {
 		c.Input = v
@@ -84,35 +91,10 @@ func loadAudioDevices(cfg config.Config, getenv func(string) string) (audioDevic
 	return c, c.validate()
 }
 
-// decodeStrict decodes a mapping node into c, rejecting unknown keys with
-// their line number.
-func decodeStrict(n *yaml.Node, c *audioDevicesConfig) error {
-	if n.Kind != yaml.MappingNode {
-		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-			return nil
-		}
-		return fmt.Errorf("%w: line %d: want a mapping", errAudioDevices, n.Line)
-	}
-	known := map[string]bool{}
-	for _, k := range []string{"input", "output", "input_rate", "output_rate", "input_channels", "output_channels",
-		"period_ms", "latency_ms", "output_buffer_ms", "half_duplex", "half_duplex_tail_ms", "retry_max_ms"} {
-		known[k] = true
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i]; !known[k.Value] {
-			return fmt.Errorf("%w: line %d: unknown key %q", errAudioDevices, k.Line, k.Value)
-		}
-	}
-	if err := n.Decode(c); err != nil {
-		return fmt.Errorf("%w: %v", errAudioDevices, err)
-	}
-	return nil
-}
-
 func (c audioDevicesConfig) validate() error {
-	var errs []error
-	bad := func(field string, v any, why string) {
-		errs = append(errs, fmt.Errorf("%w.%s = %v: %s", errAudioDevices, field, v, why))
+	var errs field.List
+	bad := func(name string, v any, want string) {
+		errs.Add(audioDevicesSection+"."+name, v, want, "")
 	}
 	for _, r := range []struct {
 		name string
@@ -142,7 +124,7 @@ func (c audioDevicesConfig) validate() error {
 	switch c.HalfDuplex {
 	case halfDuplexGate, halfDuplexMute, halfDuplexOff:
 	default:
-		bad("half_duplex", strconv.Quote(c.HalfDuplex), "want gate, mute or off")
+		bad("half_duplex", c.HalfDuplex, "want gate, mute or off")
 	}
 	if c.HalfDuplexTailMS < 0 || c.HalfDuplexTailMS > 5000 {
 		bad("half_duplex_tail_ms", c.HalfDuplexTailMS, "want 0..5000")
@@ -150,5 +132,8 @@ func (c audioDevicesConfig) validate() error {
 	if c.RetryMaxMS < 250 || c.RetryMaxMS > 60000 {
 		bad("retry_max_ms", c.RetryMaxMS, "want 250..60000")
 	}
-	return errors.Join(errs...)
+	if c.RealtimePriority < 0 || c.RealtimePriority > 99 {
+		bad("realtime_priority", c.RealtimePriority, "want 0 (normal scheduling) or 1..99 (SCHED_FIFO)")
+	}
+	return errs.Err()
 }

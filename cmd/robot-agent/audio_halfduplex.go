@@ -115,8 +115,8 @@ func findSink[T any](s hw.AudioSink) (T, bool) {
 }
 
 // flusher is a speaker whose queued audio can be dropped at once
-// (portaudio.Sink).
-type flusher interface{ Flush() }
+// (portaudio.Sink implements hw.Flusher).
+type flusher = hw.Flusher
 
 // withDeviceFlush makes every interrupt of tts also flush spk's device
 // queue, so barge-in silences the speaker within a device period instead of

@@ -11,6 +11,7 @@ import (
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/hw/portaudio"
+	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/uplink"
 )
 
@@ -44,6 +45,12 @@ audio_devices:
 	if c.Input != "USB PnP Sound Device" || c.OutputRate != 48000 || c.HalfDuplex != halfDuplexMute || c.HalfDuplexTailMS != 500 || c.PeriodMS != 10 {
 		t.Errorf("decoded %+v", c)
 	}
+	if c.devicePriority() != 20 {
+		t.Errorf("default realtime priority %d, want 20", c.devicePriority())
+	}
+	if c, err := loadAudioDevices(decodeTestConfig(t, "audio_devices:\n  realtime_priority: 0\n"), noEnv); err != nil || c.devicePriority() != -1 {
+		t.Errorf("realtime_priority 0: device priority %d, %v; want -1 (off)", c.devicePriority(), err)
+	}
 	env := map[string]string{"ROBOT_AGENT_AUDIO_OUTPUT": "hdmi", "ROBOT_AGENT_HALF_DUPLEX": "off"}
 	c, err = loadAudioDevices(cfg, func(k string) string { return env[k] })
 	if err != nil || c.Output != "hdmi" || c.HalfDuplex != halfDuplexOff || c.Input != "USB PnP Sound Device" {
@@ -51,12 +58,13 @@ audio_devices:
 	}
 
 	for _, tc := range []struct{ yaml, want string }{
-		{"audio_devices:\n  inptu: x\n", `line 2: unknown key "inptu"`},
-		{"audio_devices:\n  half_duplex: sometimes\n", `half_duplex = "sometimes"`},
-		{"audio_devices:\n  output_rate: 7\n", "output_rate = 7"},
-		{"audio_devices:\n  period_ms: 0\n", "period_ms = 0"},
-		{"audio_devices:\n  output_buffer_ms: 1\n", "output_buffer_ms = 1"},
+		{"audio_devices:\n  inptu: x\n", "audio_devices.inptu: unknown key (did you mean input?; line 2)"},
+		{"audio_devices:\n  half_duplex: sometimes\n", `audio_devices.half_duplex: "sometimes": want gate, mute or off`},
+		{"audio_devices:\n  output_rate: 7\n", "audio_devices.output_rate: 7:"},
+		{"audio_devices:\n  period_ms: 0\n", "audio_devices.period_ms: 0:"},
+		{"audio_devices:\n  output_buffer_ms: 1\n", "audio_devices.output_buffer_ms: 1:"},
 		{"audio_devices: [1, 2]\n", "want a mapping"},
+		{"audio_devices:\n  realtime_priority: 120\n", "realtime_priority = 120"},
 	} {
 		_, err := loadAudioDevices(decodeTestConfig(t, tc.yaml), noEnv)
 		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
@@ -176,7 +184,31 @@ func TestWithoutPortAudio(t *testing.T) {
 		t.Errorf("openRealAudio = %v, want hw.ErrNotBuiltIn with a hint", err)
 	}
 	var out, errb bytes.Buffer
-	if code := cmdDevices(nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "portaudio") {
+	if code := cmdDevices(nil, &out, &errb); code != exitDevice || !strings.Contains(errb.String(), "portaudio") {
 		t.Errorf("devices: exit %d, stderr %q", code, errb.String())
+	}
+}
+
+func TestSummaryDeviceTiming(t *testing.T) {
+	reg := metrics.NewRegistry()
+	var b strings.Builder
+	writeDeviceTiming(&b, reg)
+	if b.Len() != 0 {
+		t.Fatalf("no device streams: summary %q, want nothing", b.String())
+	}
+	h := reg.Histogram("robot_agent_audio_output_callback_lateness_seconds", "", portaudio.TimingBuckets)
+	for range 98 {
+		h.Observe(0.00004)
+	}
+	h.Observe(0.0015)
+	h.Observe(0.003)
+	reg.Gauge("robot_agent_audio_output_callback_lateness_max_microseconds", "").Set(3000)
+	reg.Counter("robot_agent_audio_output_device_underflows_total", "").Add(2)
+	reg.Counter("robot_agent_audio_output_underruns_total", "").Add(5)
+	reg.Gauge("robot_agent_audio_output_device_delay_microseconds", "").Set(31000)
+	writeDeviceTiming(&b, reg)
+	want := "  device:    output 100 callbacks, lateness p50 <= 50µs p99 <= 2ms max 3ms; device underflows 2, overflows 0; ring ran dry 5; device delay 31ms\n"
+	if b.String() != want {
+		t.Errorf("summary\n%q\nwant\n%q", b.String(), want)
 	}
 }

@@ -75,6 +75,8 @@ func loadAudioCodec(cfg config.Config) (audioCodecConfig, error) {
 		return c, bad("bitrate", c.Bitrate, fmt.Sprintf("is outside %d..%d", opus.MinBitrate, opus.MaxBitrate))
 	case c.Gateway != gateway.CodecPCM && c.Gateway != gateway.CodecOpus:
 		return c, bad("gateway", fmt.Sprintf("%q", c.Gateway), "is not pcm or opus")
+	case c.Gateway == gateway.CodecOpus && !opus.Available():
+		return c, bad("gateway", "opus", "needs a binary built with cgo and -tags opus (libopus-dev installed)")
 	}
 	return c, nil
 }
@@ -86,7 +88,7 @@ func (c audioCodecConfig) audioCodecs(frameMS int, log *slog.Logger) (*uplink.Au
 	case c.Opus == opusOff:
 		return nil, nil
 	case !opus.Available() && c.Opus == opusOn:
-		return nil, fmt.Errorf("%s.opus is on, but this binary has no Opus codec: %w (build with cgo and -tags opus, libopus-dev installed; or set it to auto)", audioCodecSection, hw.ErrNotBuiltIn)
+		return nil, fmt.Errorf("%w: %s.opus: on: this binary has no Opus codec: %w (build with cgo and -tags opus, libopus-dev installed; or set it to auto)", config.ErrInvalid, audioCodecSection, hw.ErrNotBuiltIn)
 	case !opus.Available():
 		log.Info("audio: Opus not built into this binary; offering PCM only")
 		return nil, nil

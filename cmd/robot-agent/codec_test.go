@@ -18,7 +18,7 @@ func TestLoadAudioCodec(t *testing.T) {
 		want string // error text, "" for valid
 	}{
 		{"", ""},
-		{"audio_codec:\n  opus: off\n  bitrate: 24000\n  dtx: true\n  down: false\n  gateway: opus\n", ""},
+		{"audio_codec:\n  opus: off\n  bitrate: 24000\n  dtx: true\n  down: false\n", ""},
 		{"audio_codec:\n  opus: maybe\n", `audio_codec.opus: "maybe" is not auto, on or off`},
 		{"audio_codec:\n  bitrate: 1000\n", "audio_codec.bitrate: 1000 is outside 6000..128000"},
 		{"audio_codec:\n  gateway: aac\n", `audio_codec.gateway: "aac" is not pcm or opus`},
@@ -56,7 +56,7 @@ func TestRunRejectsBadAudioCodec(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(path, []byte("audio_codec:\n  bitrate: 999999\n"), 0o644)
 	code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", path)
-	if code != 1 || !strings.Contains(errs, "audio_codec.bitrate: 999999 is outside") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
-		t.Fatalf("exit %d, stderr %q; want 1 and one line naming audio_codec.bitrate", code, errs)
+	if code != 2 || !strings.Contains(errs, "audio_codec.bitrate: 999999 is outside") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("exit %d, stderr %q; want 2 (configuration) and one line naming audio_codec.bitrate", code, errs)
 	}
 }

@@ -119,6 +119,8 @@ type progressReporter struct {
 	player *playback.Player
 	client *uplink.Client
 	log    *slog.Logger
+	// sessions, if set, names the session of each reported response.
+	sessions *sessionTagger
 
 	mu          sync.Mutex
 	done        int
@@ -154,6 +156,9 @@ func (r *progressReporter) run(ctx context.Context) {
 func (r *progressReporter) drain() {
 	r.player.DrainEvents(func(e playback.Event) {
 		m := &protocol.PlaybackProgress{ResponseID: e.ResponseID, SamplesPlayed: e.SamplesPlayed}
+		if r.sessions != nil {
+			m.SessionID = r.sessions.tag(e.ResponseID)
+		}
 		r.mu.Lock()
 		r.played += e.SamplesPlayed
 		if e.Kind == playback.EventInterrupted {

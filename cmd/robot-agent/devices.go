@@ -40,9 +40,9 @@ func cmdDevices(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { fmt.Fprint(stderr, devicesUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return 0
+			return exitOK
 		}
-		return 2
+		return exitConfig
 	}
 	// Audio devices and cameras are listed independently: a binary without
 	// one kind still lists the other, and says why the first is missing.
@@ -55,13 +55,13 @@ func cmdDevices(args []string, stdout, stderr io.Writer) int {
 		portaudio.SortDevices(devs)
 	} else {
 		fmt.Fprintln(stderr, "robot-agent devices: audio:", audioErr)
-		status = 1
+		status = exitDevice
 	}
 	if *asJSON {
 		cams, camErr := camera.List()
 		if camErr != nil {
 			fmt.Fprintln(stderr, "robot-agent devices: cameras:", camErr)
-			status = 1
+			status = exitDevice
 		}
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -70,7 +70,7 @@ func cmdDevices(args []string, stdout, stderr io.Writer) int {
 			Cameras []camera.Info      `json:"cameras"`
 		}{devs, cams}); err != nil {
 			fmt.Fprintln(stderr, "robot-agent devices:", err)
-			return 1
+			return exitInternal
 		}
 		return status
 	}
@@ -80,7 +80,7 @@ func cmdDevices(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := listCameras(stdout); err != nil {
 		fmt.Fprintln(stderr, "robot-agent devices: cameras:", err)
-		status = 1
+		status = exitDevice
 	}
 	return status
 }
@@ -158,11 +158,11 @@ func openAudioDevices(ad audioDevicesConfig, fadeMS int, clk clock.Clock, reg *m
 		RetryMax: time.Duration(ad.RetryMaxMS) * time.Millisecond,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("real audio devices: %w", err)
+		return nil, nil, err // "portaudio: ..." names itself
 	}
 	dev := func(name string, rate, ch int) portaudio.DeviceConfig {
 		return portaudio.DeviceConfig{Device: name, SampleRate: rate, Channels: ch, PeriodMS: ad.PeriodMS,
-			Latency: time.Duration(ad.LatencyMS) * time.Millisecond}
+			Latency: time.Duration(ad.LatencyMS) * time.Millisecond, RealtimePriority: ad.devicePriority()}
 	}
 	sink, err := h.NewSink(portaudio.SinkConfig{
 		DeviceConfig: dev(ad.Output, ad.OutputRate, ad.OutputChannels),

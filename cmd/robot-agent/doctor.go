@@ -41,18 +41,23 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	checks := doctor.Checks{Root: *root, User: *userName, ConfigPath: *cfgPath}
 	cfg := config.Default()
 	if *cfgPath != "" {
+		// The same validation as run (validate.go).
 		checks.ValidateConfig = func(p string) error {
 			c, err := config.Load(p, extraSections...)
 			if err != nil {
 				return err
 			}
-			return c.Validate()
+			c.ApplyEnv(os.Getenv)
+			return validateConfig(c, false, os.Getenv)
 		}
 		if c, err := config.Load(*cfgPath, extraSections...); err == nil {
 			cfg = c
 		}
 	}
 	checks.GatewayURL = cfg.Gateway.URL
+	if t, err := cfg.Gateway.TLSConfig(); err == nil {
+		checks.TLSConfig = t // private CA, client certificate, server name
+	}
 	checks.TokenFile = cfg.Gateway.TokenFile
 	if checks.TokenFile == "" {
 		if dir := os.Getenv("CREDENTIALS_DIRECTORY"); dir != "" {

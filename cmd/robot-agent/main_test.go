@@ -43,7 +43,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	if code != 2 {
 		t.Fatalf("exit %d, want 2", code)
 	}
-	for _, want := range []string{"frame_ms 25", "playback.fade_ms = 99"} {
+	for _, want := range []string{"robot-agent: audio.frame_ms: 25: want 10, 20, 40 or 60\n", "robot-agent: playback.fade_ms: 99: want 0..50\n"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr %q does not name %q", errs, want)
 		}
@@ -53,11 +53,12 @@ func TestRunRejectsBadConfig(t *testing.T) {
 	if code, _, errs := runCLI("run", "--config", typo); code != 2 || !strings.Contains(errs, "urll") {
 		t.Fatalf("typo: %d %q", code, errs)
 	}
-	if code, _, errs := runCLI("run"); code != 2 || !strings.Contains(errs, "gateway.url is empty") {
+	if code, _, errs := runCLI("run"); code != 2 || !strings.Contains(errs, "gateway.url: not set") {
 		t.Fatalf("no url: %d %q", code, errs)
 	}
-	if code, _, errs := runCLI("run", "--gateway-url", "wss://gw.example.com/v1/robot"); code != 2 || !strings.Contains(errs, "token") {
-		t.Fatalf("no token: %d %q", code, errs)
+	t.Setenv("ROBOT_AGENT_TOKEN_FILE", filepath.Join(dir, "missing-token"))
+	if code, _, errs := runCLI("run", "--gateway-url", "wss://gw.example.com/v1/robot"); code != 2 || !strings.Contains(errs, "gateway.token_file") {
+		t.Fatalf("missing token file: %d %q", code, errs)
 	}
 }
 

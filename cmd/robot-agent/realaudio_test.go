@@ -291,6 +291,15 @@ func TestRealDownlinkSpeech(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	pcm := rec.stop()
 	e.stop(t)
+	// The run summary shows the devices' callback timing.
+	var sum strings.Builder
+	writeDeviceTiming(&sum, e.reg)
+	t.Logf("summary:\n%s", sum.String())
+	for _, want := range []string{"device:    output", "device:    input", "device underflows", "ring ran dry"} {
+		if !strings.Contains(sum.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum.String())
+		}
+	}
 
 	if _, i := e.a.progress.counts(); i != 0 {
 		for _, ev := range e.a.gw.Events() {

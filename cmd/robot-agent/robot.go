@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"sync"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/identity"
 	"github.com/robot-agent/robot-agent/skills"
 	"github.com/robot-agent/robot-agent/state"
@@ -27,23 +26,11 @@ type robotParts struct {
 	wg     sync.WaitGroup
 }
 
-// decodeSection strictly decodes the optional top-level section name into
-// dst; it reports whether the section was present.
+// decodeSection decodes the optional top-level section name into dst
+// (config.DecodeSection: every problem named by its YAML path); it
+// reports whether the section was present.
 func decodeSection(extra map[string]yaml.Node, name string, dst any) (bool, error) {
-	n, ok := extra[name]
-	if !ok {
-		return false, nil
-	}
-	b, err := yaml.Marshal(&n)
-	if err != nil {
-		return true, fmt.Errorf("config: %s: %w", name, err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(dst); err != nil {
-		return true, fmt.Errorf("config: %s (line %d): %w", name, n.Line, err)
-	}
-	return true, nil
+	return config.DecodeSection(extra, name, dst)
 }
 
 // setupRobot builds the state modules, recogniser endpoint and arbiter.

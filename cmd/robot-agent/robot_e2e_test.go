@@ -645,8 +645,8 @@ func TestRobotFunctionCallDecision(t *testing.T) {
 				}
 				return fc != nil
 			})
-			if i := fc.FunctionCall; i.Source != "gpio" || i.Type != "button_press" || i.Value != "button_head" || i.Policy != "arbitrate" || !strings.HasPrefix(fc.EventID, "fc-") {
-				t.Fatalf("function_call %+v %+v: want gpio/button_press/button_head, policy arbitrate, an fc- event_id", fc.Meta, i)
+			if i := fc.FunctionCall; i.Source != "gpio" || i.Type != "button_press" || i.Value != "button_head" || i.Policy != "arbitrate" || !strings.HasPrefix(fc.EventID, r.a.client.BootID()+"-") {
+				t.Fatalf("function_call %+v %+v: want gpio/button_press/button_head, policy arbitrate, a <boot_id>-<n> event_id (§3.3)", fc.Meta, i)
 			}
 			counter := map[string]string{
 				protocol.DecisionDelegate: "robot_agent_function_calls_delegated_total",
@@ -910,8 +910,8 @@ func outboxSeqs(t *testing.T, gw *gateway.Server) []uint64 {
 			continue
 		}
 		id := ev.Msg.Envelope().EventID
-		if id == "" || strings.HasPrefix(id, "fc-") {
-			continue // function calls are named by the arbiter
+		if id == "" {
+			continue
 		}
 		if _, isAck := ev.Msg.(*protocol.Ack); isAck {
 			continue

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,10 +10,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -125,13 +123,12 @@ func loadRunConfig(f *runFlags, fs *flag.FlagSet, getenv func(string) string) (c
 			cfg.Metrics.Listen = f.metrics
 		}
 	})
-	if err := cfg.Validate(); err != nil {
+	if err := validateConfig(cfg, f.sim, getenv); err != nil {
 		return cfg, err
 	}
-	if cfg.Gateway.URL == "" && !f.sim {
-		return cfg, fmt.Errorf("%w: gateway.url is empty; set it (or ROBOT_AGENT_GATEWAY_URL / --gateway-url), or use --sim for the embedded gateway", config.ErrInvalid)
-	}
-	if err := cfg.LoadToken(getenv, cfg.Gateway.URL != ""); err != nil {
+	// The token is optional: a gateway that asks for one and gets none
+	// answers 401, which the uplink logs with the fix.
+	if err := cfg.LoadToken(getenv, false); err != nil {
 		return cfg, err
 	}
 	return cfg, nil
@@ -158,8 +155,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := loadRunConfig(f, fs, os.Getenv)
 	if err != nil {
-		fmt.Fprintln(stderr, "robot-agent:", strings.ReplaceAll(err.Error(), "\n", "\n  "))
-		return 2
+		return reportFailure(stderr, err)
 	}
 	log := newLogger(cfg.Log, stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -173,18 +169,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	svc := newService(clk, log, reg)
 	a, err := newAgent(cfg, agentOptions{sim: f.sim, svc: svc}, clk, reg, log)
 	if err != nil {
-		log.Error("robot-agent: start failed", "err", err)
-		return 1
+		return reportFailure(stderr, err)
 	}
 	err = a.run(ctx)
 	if !f.quiet {
 		a.writeSummary(stdout)
 	}
 	if err != nil {
-		log.Error("robot-agent: stopped with error", "err", err)
-		return 1
+		return reportFailure(stderr, err)
 	}
-	return 0
+	return exitOK
 }
 
 type agentOptions struct {
@@ -223,30 +217,42 @@ type agent struct {
 	closers  []func() error
 	started  time.Time
 	stopped  time.Time
+	upAtStop bool // the gateway link was up when shutdown began
 }
 
-func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (a *agent, err error) {
-	a = &agent{cfg: cfg, opts: opts, clk: clk, reg: reg, log: log}
-	built := a // the error returns below set a to nil
-	defer func() {
-		if err != nil {
-			built.close()
-		}
-	}()
-	if a.codec, err = loadAudioCodec(cfg); err != nil {
+// newAgent builds every part; on error it closes what it had opened and
+// returns an error classified for the exit code (exit.go).
+func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (*agent, error) {
+	a := &agent{cfg: cfg, opts: opts, clk: clk, reg: reg, log: log}
+	if err := a.build(); err != nil {
+		a.close()
 		return nil, err
+	}
+	return a, nil
+}
+
+// build is newAgent's body: it opens and wires the parts, recording in
+// a.closers how to close each.
+func (a *agent) build() (err error) {
+	cfg, opts, clk, reg, log := a.cfg, a.opts, a.clk, a.reg, a.log
+	if a.codec, err = loadAudioCodec(cfg); err != nil {
+		return err
 	}
 	codecs, err := a.codec.audioCodecs(cfg.Audio.FrameMS, log)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if cfg.Gateway.URL == "" {
 		if err := a.startEmbeddedGateway(); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if err := a.openAudio(); err != nil {
-		return nil, err
+		return err
+	}
+	tlsCfg, err := cfg.Gateway.TLSConfig()
+	if err != nil {
+		return err
 	}
 	// The service watchdog pings only while the main loops run: the
 	// capture loop gets audio back from the mic, the playback loop hands
@@ -261,18 +267,19 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 		PeriodFrames: cfg.Playback.PeriodMS * 24,
 	}, clk, reg, log)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.control = newControlHandler(log, reg)
-	bootID := newBootID()
+	bootID := uplink.NewBootID()
 	ucfg := uplink.Config{
 		URL: cfg.Gateway.URL, Token: cfg.Gateway.Token, DeviceID: cfg.Device.ID,
+		TLS: tlsCfg, AllowInsecureWS: cfg.Gateway.AllowInsecureWS,
 		MicQueue:    cfg.Audio.MicQueueMS / cfg.Audio.FrameMS,
 		MicFrameMax: 16 * cfg.Audio.FrameMS,
 		Hello: protocol.RobotHello{
 			Model: cfg.Device.Model, AgentVersion: version, FirmwareVersion: cfg.Device.FirmwareVersion,
 			BootID:       bootID,
-			Capabilities: capabilities(),
+			Capabilities: baseCapabilities(),
 			AudioUp:      protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: cfg.Audio.FrameMS},
 			AudioDown:    []protocol.AudioParams{{Format: "pcm16le", SampleRate: 24000, Channels: 1}},
 		},
@@ -283,7 +290,8 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	ucfg.Heartbeat = opts.svc.heartbeat("uplink", 20*time.Second)
 	// An interrupt also drops what the device itself has queued (real
 	// devices with a flushable queue; a no-op otherwise).
-	tts := withDeviceFlush(a.player, a.speaker)
+	tagger := newSessionTagger(withDeviceFlush(a.player, a.speaker))
+	var tts uplink.TTSSink = tagger
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
 	}
@@ -291,34 +299,47 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 	tts = wrapTTSDecoder(codecs, tts, reg, log)
 	a.client, err = uplink.New(ucfg, clk, reg, log, tts, a.control)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.control.emit = a.client.Emit
 	a.pump, err = capture.NewPump(cfg.Audio.Config, a.mic, a.client, clk, reg, log)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	a.pump.SetGate(a.halfDuplexGate()) // real speaker: no self-interruption (audio_halfduplex.go)
 	a.progress = newProgressReporter(a.player, a.client, log)
+	a.progress.sessions = tagger
+	a.client.AddObserver(tagger)
 	if err := a.setupRobot(); err != nil {
-		return nil, err
+		if exitCode(err) == exitInternal {
+			err = deviceFailure(err, "check the state section's pins and buses with 'robot-agent doctor' and the service user's gpio/i2c groups")
+		}
+		return err
 	}
 	if a.video, err = a.setupVideo(); err != nil {
-		return nil, err
+		if exitCode(err) == exitInternal {
+			err = deviceFailure(err, "check the camera with 'robot-agent devices' and 'robot-agent doctor', or set camera.enabled: false")
+		}
+		return err
 	}
+	if u, perr := url.Parse(ucfg.URL); perr == nil && u.Scheme == "ws" && !config.IsLoopback(u.Hostname()) {
+		log.Warn("gateway.allow_insecure_ws: plain ws:// to a non-loopback gateway; audio and the token cross the network unencrypted (development only)", "url", ucfg.URL)
+	}
+	a.client.SetCapabilities(a.capabilities())
 	if cfg.Metrics.Listen != "" {
 		if err := a.serveMetrics(cfg.Metrics.Listen); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return a, nil
+	return nil
 }
 
 // serveMetrics exposes /metrics (Prometheus text) and /healthz.
 func (a *agent) serveMetrics(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("metrics.listen %q: %w", addr, err)
+		return networkFailure(fmt.Errorf("metrics.listen %q: cannot listen: %w", addr, unwrapOpError(err)),
+			"choose a free port with metrics.listen / --metrics-listen, or stop what listens there (ss -ltnp)")
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
@@ -347,15 +368,33 @@ func pow2(n int) int {
 	return p
 }
 
-func newBootID() string {
-	var b [6]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
+// baseCapabilities is what every agent does: mic up, TTS down (binary and
+// base64) with playback progress.
+func baseCapabilities() []string {
+	return []string{protocol.CapMicAudio, protocol.CapTTSAudio, protocol.CapTTSBase64, protocol.CapPlaybackProgress}
 }
 
-// capabilities lists what this build can do, for the hello message.
-func capabilities() []string {
-	return []string{"mic_audio", "tts_audio", "tts_base64", "playback_progress", "state", "function_call", "skill"}
+// capabilities lists, for the hello, every message class this agent really
+// sends or carries out with its configured parts (§6.1).
+func (a *agent) capabilities() []string {
+	caps := baseCapabilities()
+	if a.robot != nil {
+		caps = append(caps, protocol.CapState, protocol.CapFunctionCall, protocol.CapSkill)
+		if a.robot.ids != nil {
+			// The recogniser endpoint sends face_info and greet_signal;
+			// greeting replies play like any response.
+			caps = append(caps, protocol.CapFaceInfo, protocol.CapGreet)
+		}
+	}
+	if a.video != nil {
+		if a.video.cfg.H264.Enabled {
+			caps = append(caps, protocol.CapVideoH264)
+		}
+		if a.video.cfg.Image.IntervalMS > 0 {
+			caps = append(caps, protocol.CapVideoImage)
+		}
+	}
+	return caps
 }
 
 func (a *agent) startEmbeddedGateway() error {
@@ -375,7 +414,7 @@ func (a *agent) startEmbeddedGateway() error {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("embedded gateway: %w", err)
+		return networkFailure(fmt.Errorf("embedded gateway: cannot listen on loopback: %w", err), "check that the loopback interface is up")
 	}
 	a.gw = gw
 	a.gwSrv = &http.Server{Handler: gw, ReadHeaderTimeout: 5 * time.Second}
@@ -400,6 +439,9 @@ func (a *agent) openAudio() error {
 	if !a.opts.sim {
 		mic, spk, err := openRealAudioWith(a.cfg, a.clk, a.reg, a.log)
 		if err != nil {
+			if exitCode(err) == exitInternal {
+				err = deviceFailure(err, "list the devices with 'robot-agent devices', set audio_devices.input/output, check the service user's audio group; or use --sim")
+			}
 			return err
 		}
 		a.mic, a.speaker = mic, spk
@@ -415,17 +457,17 @@ func (a *agent) openAudio() error {
 	}
 	mic, err := sim.NewMic(mcfg, a.clk)
 	if err != nil {
-		return err
+		return deviceFailure(err, "check sim.mic_wav / --mic-wav")
 	}
 	if dir := filepath.Dir(a.cfg.Sim.SpeakerWAV); a.cfg.Sim.SpeakerWAV != "" && dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("sim.speaker_wav %q: %w", a.cfg.Sim.SpeakerWAV, err)
+			return deviceFailure(fmt.Errorf("sim.speaker_wav %q: %w", a.cfg.Sim.SpeakerWAV, err), "choose a writable path with --speaker-wav")
 		}
 	}
 	spk, err := sim.NewSpeaker(sim.SpeakerConfig{WAVPath: a.cfg.Sim.SpeakerWAV, PeriodFrames: a.cfg.Playback.PeriodMS * 24}, a.clk)
 	if err != nil {
 		mic.Close()
-		return err
+		return deviceFailure(err, "choose a writable path with --speaker-wav")
 	}
 	a.mic, a.speaker = mic, spk
 	a.closers = append(a.closers, mic.Close, spk.Close)
@@ -462,7 +504,7 @@ func (a *agent) run(ctx context.Context) error {
 	go func() {
 		defer play.Done()
 		if err := a.player.Run(playCtx, a.speaker); err != nil && !errors.Is(err, context.Canceled) {
-			errs <- fmt.Errorf("playback: %w", err)
+			errs <- deviceFailure(fmt.Errorf("playback: %w", err), "check the speaker ('robot-agent devices', 'robot-agent doctor'); the service restarts the agent")
 		}
 	}()
 	go func() { defer play.Done(); a.progress.run(playCtx) }()
@@ -476,8 +518,9 @@ func (a *agent) run(ctx context.Context) error {
 	capErr := a.pump.Run(ctx)
 	if capErr != nil && !errors.Is(capErr, context.Canceled) && ctx.Err() == nil {
 		a.log.Error("capture stopped", "err", capErr)
-		errs <- capErr
+		errs <- deviceFailure(capErr, "check the microphone ('robot-agent devices', 'robot-agent doctor'); the service restarts the agent")
 	}
+	a.upAtStop = a.client.Up()
 	a.log.Info("shutting down: capture stopped, draining uplink")
 	a.opts.svc.stopping()
 	svcCancel()
@@ -515,4 +558,13 @@ func (a *agent) close() {
 		}
 	}
 	a.closers = nil
+}
+
+// unwrapOpError drops the "listen tcp ADDR:" prefix a *net.OpError repeats.
+func unwrapOpError(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Err != nil {
+		return oe.Err
+	}
+	return err
 }

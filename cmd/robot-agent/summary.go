@@ -3,8 +3,11 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"time"
+
+	"github.com/robot-agent/robot-agent/metrics"
 )
 
 // writeSummary prints what the run did, for people.
@@ -13,11 +16,12 @@ func (a *agent) writeSummary(w io.Writer) {
 	el := a.stopped.Sub(a.started).Round(100 * time.Millisecond)
 	done, interrupted := a.progress.counts()
 	fmt.Fprintf(w, "\nrobot-agent summary (%v)\n", el)
-	fmt.Fprintf(w, "  uplink:    %d session(s), %d reconnect(s), link up at exit: %v\n",
-		v("robot_agent_uplink_connects_total"), max(0, v("robot_agent_uplink_connects_total")-1), a.client.Up())
+	sessions := v("robot_agent_uplink_connects_total")
+	fmt.Fprintf(w, "  uplink:    %d session(s), %d reconnect(s), %d failed connection attempt(s), link up at shutdown: %v\n",
+		sessions, max(0, sessions-1), v("robot_agent_uplink_dial_errors_total"), a.upAtStop)
 	fmt.Fprintf(w, "  mic:       %d utterances, %d frames sent, %d dropped\n",
 		v("robot_agent_capture_utterances_total"), v("robot_agent_uplink_mic_frames_sent_total"),
-		v("robot_agent_uplink_mic_frames_dropped_total")+v("robot_agent_capture_dropped_frames_total"))
+		micDropped(v))
 	fmt.Fprintf(w, "  tts:       %.1f s received, %d responses played to the end, %d interrupted (barge-in)\n",
 		ttsSeconds(v), done, interrupted)
 	fmt.Fprintf(w, "  speaker:   %.1f s played, %d underruns, %d samples concealed, %d stale frames dropped\n",
@@ -27,12 +31,13 @@ func (a *agent) writeSummary(w io.Writer) {
 		v("robot_agent_control_acked_total"), a.client.Outbox().Len(),
 		v("robot_agent_uplink_bad_messages_total")+v("robot_agent_uplink_bad_frames_total")+v("robot_agent_uplink_unknown_types_total"))
 	if a.robot != nil {
-		fmt.Fprintf(w, "  robot:     %d state events, %d face_info, %d greetings; skills %d ok, %d refused; function calls %d raised, %d delegated; %d dead-man resets\n",
+		fmt.Fprintf(w, "  robot:     %d state events, %d face_info, %d greetings; skills %d ok, %d refused or failed; function calls %d raised, %d delegated; %d dead-man resets\n",
 			v("robot_agent_state_events_total"), v("robot_agent_identity_face_info_total"), v("robot_agent_identity_greet_total"),
-			v("robot_agent_skills_ok_total"), max(0, v("robot_agent_skills_total")-v("robot_agent_skills_ok_total")),
+			v("robot_agent_skills_ok_total"), v("robot_agent_skills_refused_total"),
 			v("robot_agent_function_calls_total"), v("robot_agent_function_calls_delegated_total"), v("robot_agent_skills_deadman_total"))
 	}
 	a.writeCodecSummary(w)
+	writeDeviceTiming(w, a.reg)
 	a.video.writeSummary(w)
 	if a.gw != nil {
 		if p50, p99, n := percentiles(a.gw.MicLatencies()); n > 0 {
@@ -50,6 +55,13 @@ func (a *agent) writeSummary(w io.Writer) {
 	}
 }
 
+// micDropped is the number of mic frames the uplink refused. The capture
+// pump counts each refusal too (robot_agent_capture_dropped_frames_total):
+// the same frames, so the two are not added.
+func micDropped(v func(string) int64) int64 {
+	return v("robot_agent_uplink_mic_frames_dropped_total")
+}
+
 func percentiles(d []time.Duration) (p50, p99 time.Duration, n int) {
 	if len(d) == 0 {
 		return 0, 0, 0
@@ -58,4 +70,44 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration, n int) {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))] }
 	return at(0.50).Round(10 * time.Microsecond), at(0.99).Round(10 * time.Microsecond), len(s)
+}
+
+// writeDeviceTiming prints the real audio devices' callback timing (from
+// PortAudio's time info, hw/portaudio) when a device stream ran: start
+// lateness against the device cadence, device-level under/overflows as
+// PortAudio flags them, and the output ring running dry (Go side late).
+func writeDeviceTiming(w io.Writer, reg *metrics.Registry) {
+	snap := reg.Snapshot()
+	for _, dir := range []string{"output", "input"} {
+		p := "robot_agent_audio_" + dir + "_"
+		n, ok := snap[p+"callback_lateness_seconds_count"]
+		if !ok || n == 0 {
+			continue
+		}
+		h := reg.Histogram(p+"callback_lateness_seconds", "", nil)
+		line := fmt.Sprintf("  device:    %-6s %d callbacks, lateness p50 <= %v p99 <= %v max %v; device underflows %d, overflows %d",
+			dir, n, histBound(h, 0.5), histBound(h, 0.99), time.Duration(snap[p+"callback_lateness_max_microseconds"])*time.Microsecond,
+			snap[p+"device_underflows_total"], snap[p+"device_overflows_total"])
+		if dir == "output" {
+			line += fmt.Sprintf("; ring ran dry %d", snap[p+"underruns_total"])
+		} else {
+			line += fmt.Sprintf("; ring overrun %d frames", snap[p+"overrun_frames_total"])
+		}
+		fmt.Fprintln(w, line+fmt.Sprintf("; device delay %v", time.Duration(snap[p+"device_delay_microseconds"])*time.Microsecond))
+	}
+}
+
+// histBound is the upper bound of the histogram bucket holding quantile q.
+func histBound(h *metrics.Histogram, q float64) time.Duration {
+	bounds, cum := h.Buckets()
+	n := cum[len(cum)-1]
+	for i, c := range cum {
+		if float64(c) >= q*float64(n) {
+			if math.IsInf(bounds[i], 1) {
+				return time.Duration(math.MaxInt64)
+			}
+			return time.Duration(bounds[i] * float64(time.Second))
+		}
+	}
+	return 0
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/robot-agent/robot-agent/codec/h264"
 	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/hw/camera"
 	"github.com/robot-agent/robot-agent/video"
 )
@@ -59,33 +60,40 @@ func defaultCameraConfig() cameraConfig {
 	}
 }
 
-// Validate checks c; errors name the field and the value.
+// Validate checks c and returns every problem, each a *field.Error under
+// camera.
 func (c cameraConfig) Validate() error {
-	bad := func(field string, v any, want string) error {
-		return fmt.Errorf("%w: camera.%s %v: %s", config.ErrInvalid, field, v, want)
+	var errs field.List
+	bad := func(path string, v any, want string) { errs.Add("camera."+path, v, want, "") }
+	if c.Width < 16 || c.Width > 4096 || c.Width%2 != 0 {
+		bad("width", c.Width, "want an even number in 16..4096")
+	}
+	if c.Height < 16 || c.Height > 4096 || c.Height%2 != 0 {
+		bad("height", c.Height, "want an even number in 16..4096")
+	}
+	if !(c.FPS >= 1 && c.FPS <= 120) {
+		bad("fps", c.FPS, "want 1..120")
+	}
+	if c.H264.FPS < 0 || c.H264.FPS > c.FPS {
+		bad("h264.fps", c.H264.FPS, fmt.Sprintf("want 0 (camera rate) up to camera.fps %v", c.FPS))
+	}
+	if c.Image.IntervalMS < 0 || (c.Image.IntervalMS > 0 && c.Image.IntervalMS < 20) {
+		bad("image.interval_ms", c.Image.IntervalMS, "want 0 (off) or at least 20")
 	}
 	switch {
-	case c.Width < 16 || c.Width > 4096 || c.Width%2 != 0:
-		return bad("width", c.Width, "want an even number in 16..4096")
-	case c.Height < 16 || c.Height > 4096 || c.Height%2 != 0:
-		return bad("height", c.Height, "want an even number in 16..4096")
-	case !(c.FPS >= 1 && c.FPS <= 120):
-		return bad("fps", c.FPS, "want 1..120")
-	case c.H264.FPS < 0 || c.H264.FPS > c.FPS:
-		return bad("h264.fps", c.H264.FPS, fmt.Sprintf("want 0 (camera rate) up to camera.fps %v", c.FPS))
-	case c.Image.IntervalMS < 0 || (c.Image.IntervalMS > 0 && c.Image.IntervalMS < 20):
-		return bad("image.interval_ms", c.Image.IntervalMS, "want 0 (off) or at least 20")
 	case (c.Image.Width == 0) != (c.Image.Height == 0) || c.Image.Width < 0 || c.Image.Height < 0 || c.Image.Width%2 != 0 || c.Image.Height%2 != 0:
-		return bad("image.width/height", fmt.Sprintf("%dx%d", c.Image.Width, c.Image.Height), "want both even, or both 0 (camera size)")
+		bad("image.width", fmt.Sprintf("%dx%d", c.Image.Width, c.Image.Height), "want width and height both even, or both 0 (camera size)")
 	case c.Image.Width > c.Width || c.Image.Height > c.Height:
-		return bad("image.width/height", fmt.Sprintf("%dx%d", c.Image.Width, c.Image.Height), fmt.Sprintf("images are scaled down from the camera's %dx%d, not up", c.Width, c.Height))
-	case c.Image.Quality < 1 || c.Image.Quality > 100:
-		return bad("image.quality", c.Image.Quality, "want 1..100")
-	case !c.H264.Enabled && c.Image.IntervalMS == 0:
-		return bad("h264.enabled", false, "and image.interval_ms is 0: nothing to stream; set camera.enabled false instead")
+		bad("image.width", fmt.Sprintf("%dx%d", c.Image.Width, c.Image.Height), fmt.Sprintf("images are scaled down from the camera's %dx%d, not up", c.Width, c.Height))
+	}
+	if c.Image.Quality < 1 || c.Image.Quality > 100 {
+		bad("image.quality", c.Image.Quality, "want 1..100")
+	}
+	if !c.H264.Enabled && c.Image.IntervalMS == 0 {
+		errs.Add("camera.h264.enabled", false, "and image.interval_ms is 0: nothing to stream", "set camera.enabled: false instead")
 	}
 	if _, err := c.formats(); err != nil {
-		return err
+		errs.Append(err)
 	}
 	if c.H264.Enabled {
 		ec := c.encoderConfig()
@@ -94,8 +102,19 @@ func (c cameraConfig) Validate() error {
 			ec.FPS = c.H264.FPS
 		}
 		if err := ec.WithDefaults().Validate(); err != nil {
-			return fmt.Errorf("%w: camera.h264: %v", config.ErrInvalid, strings.TrimPrefix(err.Error(), h264.ErrConfig.Error()+": "))
+			errs.Add("camera.h264", nil, strings.TrimPrefix(err.Error(), h264.ErrConfig.Error()+": "), "")
 		}
+	}
+	return errs.Err()
+}
+
+// checkBuild reports what c asks for that this binary cannot do: H264
+// encoding without an encoder built in. Only a camera that encodes H264
+// itself (format h264, passed through) streams H264 without one.
+func (c cameraConfig) checkBuild() error {
+	if c.Enabled && c.H264.Enabled && h264.Backend == "" && strings.ToLower(c.Format) != "h264" {
+		return field.New("camera.h264.enabled", true, "this binary has no H264 encoder (built without cgo or libx264)",
+			"install the full build (make build with libx264-dev), use camera.format: h264 for a camera that encodes H264 itself, or set camera.h264.enabled: false and stream images")
 	}
 	return nil
 }
@@ -121,10 +140,10 @@ func (c cameraConfig) formats() ([]camera.PixelFormat, error) {
 	}
 	pf, err := camera.ParseFormat(c.Format)
 	if err != nil {
-		return nil, fmt.Errorf("%w: camera.format %q: want auto, raw, mjpeg, h264, yuyv, nv12, nv21, uyvy or i420", config.ErrInvalid, c.Format)
+		return nil, field.New("camera.format", c.Format, "want auto, raw, mjpeg, h264, yuyv, nv12, nv21, uyvy or i420", "")
 	}
 	if pf == camera.FormatH264 && (!c.H264.Enabled || !c.H264.Passthrough || c.Image.IntervalMS > 0) {
-		return nil, fmt.Errorf("%w: camera.format h264 needs h264.enabled and h264.passthrough true and image.interval_ms 0 (no H264 decoder for images)", config.ErrInvalid)
+		return nil, field.New("camera.format", c.Format, "needs camera.h264.enabled and camera.h264.passthrough true and camera.image.interval_ms 0", "there is no H264 decoder for images")
 	}
 	return []camera.PixelFormat{pf}, nil
 }
@@ -132,7 +151,7 @@ func (c cameraConfig) formats() ([]camera.PixelFormat, error) {
 // loadCameraConfig decodes the "camera" section over the defaults.
 func loadCameraConfig(cfg config.Config) (cameraConfig, error) {
 	cc := defaultCameraConfig()
-	if _, err := decodeSection(cfg.Extra, "camera", &cc); err != nil {
+	if _, err := config.DecodeSection(cfg.Extra, "camera", &cc); err != nil {
 		return cc, err
 	}
 	if !cc.Enabled {
@@ -188,7 +207,10 @@ func openCamera(a *agent, cc cameraConfig) (camera.Camera, error) {
 func newVideoPart(a *agent, cc cameraConfig) (*videoPart, error) {
 	cam, err := openCamera(a, cc)
 	if err != nil {
-		return nil, fmt.Errorf("camera: %w", err)
+		if !strings.HasPrefix(err.Error(), "camera: ") {
+			err = fmt.Errorf("camera: %w", err)
+		}
+		return nil, err
 	}
 	m := cam.Mode()
 	if m.Width != cc.Width || m.Height != cc.Height || (m.FPS > 0 && m.FPS < cc.FPS-0.01) {

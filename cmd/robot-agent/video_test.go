@@ -39,16 +39,16 @@ func TestCameraConfig(t *testing.T) {
 		t.Fatalf("no section: %+v, %v", cc, err)
 	}
 	tests := []struct{ yaml, want string }{
-		{"camera:\n  enabled: true\n  width: 641\n", "camera.width 641"},
-		{"camera:\n  enabled: true\n  fps: 0\n", "camera.fps 0"},
-		{"camera:\n  enabled: true\n  format: rgb\n", `camera.format "rgb"`},
-		{"camera:\n  enabled: true\n  format: h264\n", "camera.format h264 needs"},
+		{"camera:\n  enabled: true\n  width: 641\n", "camera.width: 641"},
+		{"camera:\n  enabled: true\n  fps: 0\n", "camera.fps: 0"},
+		{"camera:\n  enabled: true\n  format: rgb\n", `camera.format: "rgb"`},
+		{"camera:\n  enabled: true\n  format: h264\n", `camera.format: "h264": needs`},
 		{"camera:\n  enabled: true\n  h264:\n    profile: extended\n", `camera.h264: profile "extended"`},
 		{"camera:\n  enabled: true\n  h264:\n    bitrate_kbps: 5\n", "camera.h264: bitrate_kbps 5"},
-		{"camera:\n  enabled: true\n  h264:\n    fps: 30\n", "camera.h264.fps 30"},
-		{"camera:\n  enabled: true\n  image:\n    width: 160\n", "camera.image.width/height 160x0"},
+		{"camera:\n  enabled: true\n  h264:\n    fps: 30\n", "camera.h264.fps: 30"},
+		{"camera:\n  enabled: true\n  image:\n    width: 160\n", `camera.image.width: "160x0"`},
 		{"camera:\n  enabled: true\n  image:\n    width: 1280\n    height: 960\n", "not up"},
-		{"camera:\n  enabled: true\n  image:\n    quality: 0\n", "camera.image.quality 0"},
+		{"camera:\n  enabled: true\n  image:\n    quality: 0\n", "camera.image.quality: 0"},
 		{"camera:\n  enabled: true\n  image:\n    interval_ms: 0\n  h264:\n    enabled: false\n", "nothing to stream"},
 		{"camera:\n  enabled: true\n  bitrate: 5\n", "bitrate"},
 	}

@@ -5,7 +5,7 @@ package h264
 import (
 	"fmt"
 
-	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/device"
 )
 
 // Backend names the H264 encoder built into this binary ("" for none).
@@ -19,5 +19,5 @@ func New(cfg Config) (Encoder, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return nil, fmt.Errorf("h264: no H264 encoder in this binary: %w (build with cgo and -tags x264, libx264-dev installed)", hw.ErrNotBuiltIn)
+	return nil, fmt.Errorf("h264: no H264 encoder in this binary: %w (build with cgo and -tags x264, libx264-dev installed)", device.ErrNotBuiltIn)
 }

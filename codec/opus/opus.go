@@ -7,7 +7,7 @@
 // It is built in with -tags opus (and cgo, with libopus-dev and
 // libopusfile-dev installed; scripts/detect-tags.sh adds the tag when
 // pkg-config finds opus). Without the tag NewEncoder and NewDecoder return
-// an error wrapping hw.ErrNotBuiltIn and Available reports false: the
+// an error wrapping device.ErrNotBuiltIn and Available reports false: the
 // pure-Go build speaks PCM only. The packet parser (ParsePacket) is pure
 // Go and always available, so gateways and tests can validate packets in
 // any build.

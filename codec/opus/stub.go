@@ -5,7 +5,7 @@ package opus
 import (
 	"fmt"
 
-	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/device"
 )
 
 // Backend names the Opus implementation built into this binary ("" for
@@ -16,7 +16,7 @@ const Backend = ""
 func Available() bool { return false }
 
 func errNotBuilt() error {
-	return fmt.Errorf("opus: no Opus codec in this binary: %w (build with cgo and -tags opus, libopus-dev installed)", hw.ErrNotBuiltIn)
+	return fmt.Errorf("opus: no Opus codec in this binary: %w (build with cgo and -tags opus, libopus-dev installed)", device.ErrNotBuiltIn)
 }
 
 // Encoder is not available in this build; NewEncoder fails.

@@ -29,8 +29,10 @@ type streamParams struct {
 	rate, channels int
 	periodFrames   int
 	latency        time.Duration
-	// realtime asks for SCHED_FIFO on the callback thread (best effort).
-	realtime bool
+	// realtimePriority asks for SCHED_FIFO at this priority on the
+	// callback thread (0: normal scheduling). Best effort: the result is
+	// in ringStats.rtResult after the first callback.
+	realtimePriority int
 }
 
 // stream is an open PortAudio stream.
@@ -40,9 +42,6 @@ type stream interface {
 	close() error
 	// latency is the device latency PortAudio reports for the open stream.
 	latency() time.Duration
-	// realtime reports whether the callback thread got real-time
-	// scheduling (after start).
-	realtime() bool
 }
 
 // ring is the lock-free buffer between Go and a stream callback (C memory
@@ -65,10 +64,21 @@ type ring interface {
 	// drop discards buffered input (consumer side).
 	drop()
 	stats() ringStats
+	// timings copies the callback records not yet taken into dst and
+	// returns how many, and how many were overwritten before they could be
+	// taken (supervisor goroutine only).
+	timings(dst []CallbackTiming) (n int, lost uint64)
+	// last returns the newest callback record and the current time on the
+	// clock of its Start; ok is false before the first callback. Any
+	// goroutine.
+	last() (t CallbackTiming, now time.Duration, ok bool)
 	// free releases the ring; only after its stream is closed.
 	free()
 }
 
 type ringStats struct {
 	callbacks, underrunCallbacks, underrunFrames, overrunFrames, xruns uint64
+	// rtResult is the callback thread's real-time request: 0 none (yet),
+	// 1 granted, -errno refused.
+	rtResult int32
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/robot-agent/robot-agent/codec/resample"
@@ -27,12 +28,18 @@ type DeviceConfig struct {
 	// device's default low latency, but at least three periods (room for
 	// the sound server's client thread when the device is PulseAudio).
 	Latency time.Duration
-	// NoRealtime keeps PortAudio's callback thread at normal priority. By
-	// default it asks for SCHED_FIFO (ALSA streams; needs CAP_SYS_NICE or
-	// an RLIMIT_RTPRIO, else it silently stays normal): the callback never
-	// enters Go, so a real-time thread cannot be held up by the Go runtime.
-	NoRealtime bool
+	// RealtimePriority is the SCHED_FIFO priority the callback thread asks
+	// for on its first callback: 0 uses DefaultRealtimePriority, -1 keeps
+	// normal scheduling. The callback never enters Go, so a real-time
+	// thread cannot be held up by the Go runtime. Without the privilege
+	// (CAP_SYS_NICE or an RLIMIT_RTPRIO of at least this priority) the
+	// thread stays at normal priority and one warning is logged.
+	RealtimePriority int
 }
+
+// DefaultRealtimePriority is the callback thread's SCHED_FIFO priority by
+// default; build/systemd/robot-agent.service grants LimitRTPRIO=20.
+const DefaultRealtimePriority = 20
 
 // Limits on DeviceConfig.
 const (
@@ -53,6 +60,8 @@ func (c DeviceConfig) validate(what string) error {
 		return fmt.Errorf("%w: portaudio: %s channels %d out of range 0..8", ErrInvalidConfig, what, c.Channels)
 	case c.PeriodMS < 0 || c.PeriodMS > maxPeriodMS:
 		return fmt.Errorf("%w: portaudio: %s period %d ms out of range 0..%d", ErrInvalidConfig, what, c.PeriodMS, maxPeriodMS)
+	case c.RealtimePriority < -1 || c.RealtimePriority > 99:
+		return fmt.Errorf("%w: portaudio: %s realtime priority %d out of range -1..99", ErrInvalidConfig, what, c.RealtimePriority)
 	case c.Latency < 0 || c.Latency > time.Second:
 		return fmt.Errorf("%w: portaudio: %s latency %v out of range 0..1s", ErrInvalidConfig, what, c.Latency)
 	}
@@ -78,6 +87,10 @@ type conn struct {
 	period  int // device frames per callback
 	latency time.Duration
 	live    atomic.Bool
+	// pendingNS is, for DeviceLatency, the audio the data goroutine holds
+	// outside the ring (Source: converted samples Read has not returned)
+	// plus the resampler's delay, in nanoseconds. Set by the data goroutine.
+	pendingNS atomic.Int64
 }
 
 // endpoint is the supervisor's side of a Sink or Source: which device it
@@ -111,12 +124,22 @@ type endpoint struct {
 	attempts     int
 	last         ringStats
 	lastXrunLog  time.Duration
+	cad          *Cadence
+	tbuf         []CallbackTiming
+	rtLogged     bool
+	lateMax      time.Duration
 
 	m struct {
 		lost, reopened, underruns, concealed, overruns, xruns *metrics.Counter
-		up                                                    *metrics.Gauge
+		devUnderflows, devOverflows, timingLost               *metrics.Counter
+		up, lateMaxUS, delayUS                                *metrics.Gauge
+		lateness, jitter                                      *metrics.Histogram
 	}
 }
+
+// TimingBuckets are the bounds (seconds) of the callback lateness and
+// DAC/ADC jitter histograms: 50 µs to 100 ms.
+var TimingBuckets = []float64{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1}
 
 func newEndpoint(h *Host, output bool, cfg DeviceConfig, goRate, bufMS, fadeMS int) *endpoint {
 	ep := &endpoint{h: h, output: output, cfg: cfg, goRate: goRate, bufMS: bufMS, fadeMS: fadeMS, closed: make(chan struct{})}
@@ -129,9 +152,17 @@ func newEndpoint(h *Host, output bool, cfg DeviceConfig, goRate, bufMS, fadeMS i
 	ep.m.lost = reg.Counter(p+"lost_total", "Times the audio "+d+" device was lost or found missing.")
 	ep.m.reopened = reg.Counter(p+"reopened_total", "Times the audio "+d+" device was reopened after an outage.")
 	ep.m.up = reg.Gauge(p+"up", "1 while the audio "+d+" device stream runs, 0 while degraded.")
-	ep.m.xruns = reg.Counter(p+"xruns_total", "Device callbacks PortAudio flagged with an "+map[bool]string{true: "underflow", false: "overflow"}[output]+".")
+	ep.m.xruns = reg.Counter(p+"xruns_total", "Device callbacks PortAudio flagged with any under- or overflow.")
+	ep.m.devUnderflows = reg.Counter(p+"device_underflows_total", "Device callbacks PortAudio flagged with an "+d+" underflow (device level, not the ring).")
+	ep.m.devOverflows = reg.Counter(p+"device_overflows_total", "Device callbacks PortAudio flagged with an "+d+" overflow (device level, not the ring).")
+	ep.m.timingLost = reg.Counter(p+"timing_records_lost_total", "Callback timing records overwritten before the supervisor read them.")
+	ep.m.lateness = reg.Histogram(p+"callback_lateness_seconds", "How late each "+d+" device callback started against the cadence of the device clock.", TimingBuckets)
+	ep.m.jitter = reg.Histogram(p+"buffer_time_jitter_seconds", "Deviation of the spacing of successive "+map[bool]string{true: "DAC", false: "ADC"}[output]+" buffer times from the period (PortAudio time info).", TimingBuckets)
+	ep.m.lateMaxUS = reg.Gauge(p+"callback_lateness_max_microseconds", "Largest "+d+" callback lateness since start.")
+	ep.m.delayUS = reg.Gauge(p+"device_delay_microseconds", "Last "+d+" device delay from PortAudio's time info (callback to DAC, or ADC to callback).")
+	ep.tbuf = make([]CallbackTiming, 256)
 	if output {
-		ep.m.underruns = reg.Counter(p+"underruns_total", "Output callbacks that found the ring short of audio (Go side late).")
+		ep.m.underruns = reg.Counter(p+"underruns_total", "Output callbacks that found the ring short of audio: the ring ran dry (Go side late); device underflows are counted separately.")
 		ep.m.concealed = reg.Counter(p+"concealed_frames_total", "Output frames filled with a fade or silence because the ring was short.")
 	} else {
 		ep.m.overruns = reg.Counter(p+"overrun_frames_total", "Input frames dropped because the reader fell behind.")
@@ -258,7 +289,9 @@ func (ep *endpoint) open(now time.Duration) error {
 			}
 			lat = max(lat, minDevicePeriods*time.Duration(ep.cfg.PeriodMS)*time.Millisecond)
 		}
-		st, err := h.be.open(d, ep.output, streamParams{rate: rate, channels: ch, periodFrames: period, latency: lat, realtime: !ep.cfg.NoRealtime}, r)
+		// Records of an earlier stream on this ring are not this stream's.
+		ep.discardTimings(r)
+		st, err := h.be.open(d, ep.output, streamParams{rate: rate, channels: ch, periodFrames: period, latency: lat, realtimePriority: ep.rtPriority()}, r)
 		if err == nil {
 			if err = st.start(); err != nil {
 				st.close()
@@ -272,6 +305,8 @@ func (ep *endpoint) open(now time.Duration) error {
 		}
 		c := &conn{ring: r, rate: rate, ch: ch, period: period, latency: st.latency()}
 		c.live.Store(true)
+		ep.cad = NewCadence(rate)
+		ep.rtLogged = false
 		ep.st, ep.dev, ep.state = st, d, epRunning
 		ep.lastCB, ep.lastProgress = r.stats().callbacks, now
 		ep.last = r.stats()
@@ -285,7 +320,7 @@ func (ep *endpoint) open(now time.Duration) error {
 		} else {
 			h.log.Info("portaudio: audio "+ep.name()+" device open", "device", d.Name,
 				"format", fmt.Sprintf("%d Hz x %d ch", rate, ch), "period_frames", period, "latency", c.latency,
-				"realtime", st.realtime())
+				"realtime_priority", max(ep.rtPriority(), 0))
 		}
 		ep.attempts, ep.downSince = 0, 0
 		return nil
@@ -355,6 +390,8 @@ func (ep *endpoint) watch(now time.Duration) {
 	c := ep.conn.Load()
 	s := c.ring.stats()
 	ep.export(s, now)
+	ep.timing(c)
+	ep.logRealtime(s.rtResult)
 	if s.callbacks != ep.lastCB {
 		ep.lastCB, ep.lastProgress = s.callbacks, now
 		return
@@ -383,6 +420,91 @@ func (ep *endpoint) export(s ringStats, now time.Duration) {
 			"dir", ep.name(), "device", ep.dev.Name, "total", ep.m.xruns.Value())
 	}
 	ep.last = s
+}
+
+// rtPriority is the SCHED_FIFO priority to ask for, 0 for none.
+func (ep *endpoint) rtPriority() int {
+	switch p := ep.cfg.RealtimePriority; {
+	case p < 0:
+		return 0
+	case p == 0:
+		return DefaultRealtimePriority
+	default:
+		return p
+	}
+}
+
+// logRealtime logs, once per stream, whether the callback thread got the
+// real-time priority it asked for. Host.mu held.
+func (ep *endpoint) logRealtime(res int32) {
+	if ep.rtLogged || res == 0 {
+		return
+	}
+	ep.rtLogged = true
+	prio := ep.rtPriority()
+	if res > 0 {
+		n, err := raiseSoundServerThreads(prio)
+		ep.h.log.Info("portaudio: audio "+ep.name()+" callback thread runs at real-time priority",
+			"policy", "SCHED_FIFO", "priority", prio, "sound_server_client_threads_raised", n)
+		if err != nil {
+			ep.h.log.Warn("portaudio: could not raise the sound server's client thread to real-time priority", "err", err)
+		}
+		return
+	}
+	ep.h.log.Warn("portaudio: real-time priority not permitted; the audio "+ep.name()+" callback thread keeps normal priority "+
+		"(grant LimitRTPRIO or CAP_SYS_NICE, see docs/deploy.md; audio_devices.realtime_priority: 0 turns the request off)",
+		"priority", prio, "err", syscall.Errno(-res).Error())
+}
+
+// timing takes the callback records since the last call into the metrics:
+// start lateness against the device cadence, buffer-time jitter, device
+// under/overflows, the device delay. Host.mu held.
+func (ep *endpoint) timing(c *conn) {
+	for {
+		n, lost := c.ring.timings(ep.tbuf)
+		ep.m.timingLost.Add(int64(lost))
+		for _, t := range ep.tbuf[:n] {
+			ep.observe(t)
+		}
+		if n < len(ep.tbuf) {
+			return
+		}
+	}
+}
+
+func (ep *endpoint) discardTimings(r ring) {
+	for {
+		if n, _ := r.timings(ep.tbuf); n < len(ep.tbuf) {
+			return
+		}
+	}
+}
+
+func (ep *endpoint) observe(t CallbackTiming) {
+	if f := ep.h.cfg.Timing; f != nil {
+		defer f(ep.output, t)
+	}
+	if t.DeviceUnderflow(ep.output) {
+		ep.m.devUnderflows.Inc()
+	}
+	if t.DeviceOverflow(ep.output) {
+		ep.m.devOverflows.Inc()
+	}
+	if d := t.DeviceDelay(ep.output); d > 0 {
+		ep.m.delayUS.Set(d.Microseconds())
+	}
+	late, jit, hasJit, ok := ep.cad.Observe(t)
+	if hasJit {
+		ep.m.jitter.ObserveDuration(jit)
+	}
+	if !ok {
+		return
+	}
+	ep.m.lateness.ObserveDuration(late)
+	if late > ep.lateMax {
+		ep.lateMax = late
+		ep.m.lateMaxUS.Set(late.Microseconds())
+	}
 }
 
 // close stops the endpoint for good: blocked data calls return

@@ -22,7 +22,8 @@ type fakeBackend struct {
 	opens   int
 	fp      string
 	streams []*fakeStream
-	auto    bool // streams run their callback every period on the real clock
+	auto    bool                 // streams run their callback every period on the real clock
+	now     func() time.Duration // the callbacks' clock for timing records (nil: real)
 }
 
 func (f *fakeBackend) initialize() error {
@@ -59,7 +60,7 @@ func (f *fakeBackend) devices() ([]Device, error) {
 }
 
 func (f *fakeBackend) newRing(output bool, frames, channels, fade, lead int) (ring, error) {
-	return &goRing{cap: frames, ch: channels}, nil
+	return &goRing{cap: frames, ch: channels, output: output, now: f.now}, nil
 }
 
 func (f *fakeBackend) open(d Device, output bool, p streamParams, r ring) (stream, error) {
@@ -77,6 +78,9 @@ func (f *fakeBackend) open(d Device, output bool, p streamParams, r ring) (strea
 		return nil, fmt.Errorf("fake: cannot open %q", d.Name)
 	}
 	s := &fakeStream{f: f, dev: d, output: output, p: p, r: r.(*goRing), open: true}
+	s.r.mu.Lock()
+	s.r.rate = p.rate
+	s.r.mu.Unlock()
 	f.streams = append(f.streams, s)
 	return s, nil
 }
@@ -162,7 +166,9 @@ func (s *fakeStream) close() error {
 }
 
 func (s *fakeStream) latency() time.Duration { return 20 * time.Millisecond }
-func (s *fakeStream) realtime() bool         { return false }
+
+// fakeDeviceDelay is the DAC/ADC delay the fake's time info reports.
+const fakeDeviceDelay = 20 * time.Millisecond
 
 // goRing is a mutex-protected stand-in for the C ring (the real ring's
 // lock-free protocol is tested against PortAudio in ring_test.go).
@@ -176,6 +182,54 @@ type goRing struct {
 	st        ringStats
 	freed     bool
 	nextInput int16
+	output    bool
+	rate      int                  // for time info; 0: no time info
+	now       func() time.Duration // the callbacks' clock (default: since fakeEpoch)
+	flags     uint32               // status flags of the next callback
+	tims      []CallbackTiming     // records not yet taken
+	lastTim   CallbackTiming
+	haveTim   bool
+}
+
+var fakeEpoch = time.Now()
+
+func (r *goRing) clock() time.Duration {
+	if r.now != nil {
+		return r.now()
+	}
+	return time.Since(fakeEpoch)
+}
+
+// record appends a callback record as the C callback does. r.mu held.
+func (r *goRing) record(frames, dry int) {
+	t := CallbackTiming{Start: r.clock(), Frames: frames, Flags: r.flags, Buffered: len(r.buf) / r.ch, Dry: dry}
+	r.flags = 0
+	if r.rate > 0 {
+		t.Current = t.Start.Seconds()
+		if r.output {
+			t.BufferTime = t.Current + fakeDeviceDelay.Seconds()
+		} else {
+			t.BufferTime = t.Current - fakeDeviceDelay.Seconds()
+		}
+	}
+	if len(r.tims) < 1024 {
+		r.tims = append(r.tims, t)
+	}
+	r.lastTim, r.haveTim = t, true
+}
+
+func (r *goRing) timings(dst []CallbackTiming) (int, uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := copy(dst, r.tims)
+	r.tims = r.tims[:copy(r.tims, r.tims[n:])]
+	return n, 0
+}
+
+func (r *goRing) last() (CallbackTiming, time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastTim, r.clock(), r.haveTim
 }
 
 func (r *goRing) write(p []int16, gen uint32) int {
@@ -253,6 +307,7 @@ func (r *goRing) render(frames int) {
 		r.played = append(r.played, make([]int16, (frames-n)*r.ch)...)
 	}
 	r.st.callbacks++
+	r.record(frames, frames-n)
 }
 
 // capture records frames of a ramp (input device side).
@@ -270,6 +325,7 @@ func (r *goRing) capture(frames int) {
 		r.nextInput++
 	}
 	r.st.callbacks++
+	r.record(frames, 0)
 }
 
 // logRecorder is an slog.Handler that keeps every record.

@@ -49,6 +49,11 @@ type HostConfig struct {
 	// WatchInterval is how often the supervisor checks streams (default
 	// 100 ms).
 	WatchInterval time.Duration
+	// Timing, if set, receives every device callback's record (after the
+	// metrics took it), on the supervisor goroutine, up to WatchInterval
+	// late: for tools and benchmarks that want every period, not only the
+	// histograms. It must not block.
+	Timing func(output bool, t CallbackTiming)
 }
 
 func (c HostConfig) withDefaults() HostConfig {

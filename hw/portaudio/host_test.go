@@ -30,6 +30,7 @@ func newFakeHost(t *testing.T, devs ...Device) *fakeHost {
 	f := &fakeBackend{}
 	f.plug(devs...)
 	fh := &fakeHost{f: f, clk: clock.NewFake(), reg: metrics.NewRegistry(), log: &logRecorder{}}
+	f.now = fh.clk.Mono
 	h, err := newHost(f, HostConfig{Clock: fh.clk, Metrics: fh.reg, Log: slog.New(fh.log)})
 	if err != nil {
 		t.Fatal(err)

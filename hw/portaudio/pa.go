@@ -104,10 +104,7 @@ func (paBackend) open(d Device, output bool, p streamParams, r ring) (stream, er
 		return nil, errors.New("portaudio: ring from another backend")
 	}
 	var s unsafe.Pointer
-	rt := C.int(0)
-	if p.realtime {
-		rt = 1
-	}
+	rt := C.int(max(p.realtimePriority, 0))
 	e := C.ra_open(&s, C.int(d.Index), C.int(p.channels), C.double(p.rate), C.ulong(p.periodFrames),
 		C.double(p.latency.Seconds()), rt, cr.r)
 	if err := paError(e); err != nil {
@@ -135,45 +132,13 @@ func (paBackend) fingerprint() string {
 type cStream struct {
 	s      unsafe.Pointer
 	output bool
-	rt     bool
 }
 
 func (s *cStream) start() error {
-	before := fifoThreads()
 	if err := paError(C.Pa_StartStream(s.s)); err != nil {
 		return fmt.Errorf("portaudio: starting %s stream: %w", direction(s.output), err)
 	}
-	s.rt = fifoThreads() > before
 	return nil
-}
-
-func (s *cStream) realtime() bool { return s.rt }
-
-// fifoThreads counts this process's SCHED_FIFO threads (field 41 of
-// /proc/self/task/*/stat): starting a stream adds one if PortAudio got
-// real-time scheduling for its callback thread.
-func fifoThreads() int {
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, e := range ents {
-		b, err := os.ReadFile("/proc/self/task/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		// Fields after the command: state is field 3, policy field 41.
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 38 && f[38] == "1" {
-			n++
-		}
-	}
-	return n
 }
 
 func (s *cStream) close() error {
@@ -203,7 +168,13 @@ func (s *cStream) latency() time.Duration {
 type cRing struct {
 	r  *C.ra_ring
 	ch int
+	// Supervisor-owned: where timings continues, and a C buffer for it.
+	timFrom C.uint64_t
+	timBuf  *C.ra_timing
 }
+
+// timBufLen is how many callback records timings copies per C call.
+const timBufLen = 256
 
 func (r *cRing) write(p []int16, gen uint32) int {
 	n := len(p) / r.ch
@@ -233,7 +204,47 @@ func (r *cRing) stats() ringStats {
 	return ringStats{
 		callbacks: uint64(s.callbacks), underrunCallbacks: uint64(s.underrun_cbs),
 		underrunFrames: uint64(s.underrun_frames), overrunFrames: uint64(s.overrun_frames), xruns: uint64(s.xruns),
+		rtResult: int32(s.rt_result),
 	}
+}
+
+func goTiming(t *C.ra_timing) CallbackTiming {
+	return CallbackTiming{
+		Start: time.Duration(t.start_ns), Current: float64(t.current), BufferTime: float64(t.buf_time),
+		Frames: int(t.frames), Flags: uint32(t.flags), Buffered: int(t.buffered), Dry: int(t.dry),
+	}
+}
+
+func (r *cRing) timings(dst []CallbackTiming) (int, uint64) {
+	if r.timBuf == nil {
+		r.timBuf = (*C.ra_timing)(C.calloc(timBufLen, C.size_t(unsafe.Sizeof(C.ra_timing{}))))
+		if r.timBuf == nil {
+			return 0, 0
+		}
+	}
+	buf := unsafe.Slice(r.timBuf, timBufLen)
+	n, lost := 0, uint64(0)
+	for n < len(dst) {
+		var l C.uint64_t
+		k := int(C.ra_timing_read(r.r, &r.timFrom, r.timBuf, C.uint32_t(min(len(dst)-n, timBufLen)), &l))
+		lost += uint64(l)
+		for i := range k {
+			dst[n+i] = goTiming(&buf[i])
+		}
+		n += k
+		if k == 0 {
+			break
+		}
+	}
+	return n, lost
+}
+
+func (r *cRing) last() (CallbackTiming, time.Duration, bool) {
+	var t C.ra_timing
+	if C.ra_timing_last(r.r, &t) == 0 {
+		return CallbackTiming{}, 0, false
+	}
+	return goTiming(&t), time.Duration(C.ra_now_ns()), true
 }
 
 func (r *cRing) free() {
@@ -241,11 +252,29 @@ func (r *cRing) free() {
 		C.ra_ring_free(r.r)
 		r.r = nil
 	}
+	if r.timBuf != nil {
+		C.free(unsafe.Pointer(r.timBuf))
+		r.timBuf = nil
+	}
 }
 
 // render runs the output callback's logic on out (device side), for tests.
 func (r *cRing) render(out []int16) {
 	C.ra_out_render(r.r, (*C.int16_t)(unsafe.Pointer(&out[0])), C.uint32_t(len(out)/r.ch))
+}
+
+// setFlushFade caps the flush fade-out at frames (ra_open sets 4 ms), for
+// tests.
+func (r *cRing) setFlushFade(frames int) { C.ra_set_flush_fade(r.r, C.uint32_t(frames)) }
+
+// renderTimed runs the output callback's logic on out and records its
+// timing as the callback does, for tests.
+func (r *cRing) renderTimed(out []int16, startNS int64, current, dac float64, flags uint32) int {
+	frames := C.uint32_t(len(out) / r.ch)
+	dry := C.ra_out_render(r.r, (*C.int16_t)(unsafe.Pointer(&out[0])), frames)
+	ti := C.PaStreamCallbackTimeInfo{currentTime: C.PaTime(current), outputBufferDacTime: C.PaTime(dac)}
+	C.ra_record_timing(r.r, C.int64_t(startNS), &ti, C.PaStreamCallbackFlags(flags), frames, dry)
+	return int(dry)
 }
 
 // capture runs the input callback's logic on in (device side), for tests.

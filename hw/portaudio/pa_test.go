@@ -197,7 +197,9 @@ func TestRealFlushDropsQueue(t *testing.T) {
 	writeTone(t, sink, 800, 10000, 500*time.Millisecond, &phase)
 	c := sink.ep.conn.Load()
 	queued := float64(c.ring.buffered()) * 1000 / float64(c.rate)
-	sink.Flush()
+	if n := sink.Flush(); n < 24*50 {
+		t.Errorf("Flush discarded %d frames, want the ~%.0f ms queued", n, queued)
+	}
 	written := float64(phase) * 1000 / 24000
 	// Keep the device fed with silence, as the player does.
 	silence := make([]int16, 240)

@@ -5,15 +5,16 @@
 // (except ra_gocb_callback, the benchmark's alternative design).
 
 #include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include <pa_linux_alsa.h>
 
 #include "ring.h"
-#include "_cgo_export.h"
 
 #define LOAD(p) __atomic_load_n((p), __ATOMIC_SEQ_CST)
 #define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
@@ -32,7 +33,10 @@ ra_ring *ra_ring_new(uint32_t cap, uint32_t channels, uint32_t fade, int output,
 	if (!r)
 		return NULL;
 	r->data = calloc((size_t)cap * channels, sizeof(int16_t));
-	if (!r->data) {
+	r->tim = calloc(RA_TIMING_CAP, sizeof(ra_timing));
+	if (!r->data || !r->tim) {
+		free(r->data);
+		free(r->tim);
 		free(r);
 		return NULL;
 	}
@@ -47,19 +51,9 @@ ra_ring *ra_ring_new(uint32_t cap, uint32_t channels, uint32_t fade, int output,
 void ra_ring_free(ra_ring *r) {
 	if (!r)
 		return;
-	free(r->lat);
+	free(r->tim);
 	free(r->data);
 	free(r);
-}
-
-// ra_ring_enable_lateness allocates a log of n callback durations. Call it
-// before the stream starts.
-int ra_ring_enable_lateness(ra_ring *r, uint32_t n) {
-	r->lat = calloc(n, sizeof(int64_t));
-	if (!r->lat)
-		return -1;
-	r->lat_cap = n;
-	return 0;
 }
 
 static inline uint64_t pub_pos(uint64_t pub) { return pub & RA_POS_MASK; }
@@ -138,8 +132,59 @@ void ra_get_stats(ra_ring *r, ra_stats *s) {
 	s->underrun_frames = LOAD(&r->underrun_frames);
 	s->overrun_frames = LOAD(&r->overrun_frames);
 	s->xruns = LOAD(&r->xruns);
-	s->lat_n = LOAD(&r->lat_n);
+	s->tim_n = LOAD(&r->tim_n);
 	s->last_cb_ns = LOAD(&r->last_cb_ns);
+	s->rt_result = LOAD(&r->rt_result);
+}
+
+uint32_t ra_timing_read(ra_ring *r, uint64_t *from, ra_timing *dst, uint32_t max, uint64_t *lost) {
+	uint64_t n = LOAD(&r->tim_n);
+	uint64_t f = *from;
+	*lost = 0;
+	if (n - f > RA_TIMING_CAP) {
+		*lost = n - RA_TIMING_CAP - f;
+		f = n - RA_TIMING_CAP;
+	}
+	uint32_t k = n - f < max ? (uint32_t)(n - f) : max;
+	for (uint32_t i = 0; i < k; i++)
+		dst[i] = r->tim[(f + i) % RA_TIMING_CAP];
+	// Records the callback overwrote while we copied are not trusted.
+	uint64_t n2 = LOAD(&r->tim_n);
+	uint64_t ok_from = n2 > RA_TIMING_CAP ? n2 - RA_TIMING_CAP : 0;
+	uint32_t skip = 0;
+	if (ok_from > f) {
+		skip = ok_from - f >= k ? k : (uint32_t)(ok_from - f);
+		memmove(dst, dst + skip, (size_t)(k - skip) * sizeof(ra_timing));
+		*lost += skip;
+	}
+	*from = f + k;
+	return k - skip;
+}
+
+int ra_timing_last(ra_ring *r, ra_timing *t) {
+	for (int tries = 0; tries < 4; tries++) {
+		uint64_t n = LOAD(&r->tim_n);
+		if (n == 0)
+			return 0;
+		*t = r->tim[(n - 1) % RA_TIMING_CAP];
+		if (LOAD(&r->tim_n) - n < RA_TIMING_CAP - 1)
+			return 1;
+	}
+	return 0;
+}
+
+void ra_set_flush_fade(ra_ring *r, uint32_t frames) { r->flush_max = frames ? frames : 1; }
+
+void ra_set_realtime(ra_ring *r, int prio) {
+	r->rt_prio = prio;
+	STORE(&r->rt_result, 0);
+}
+
+int ra_thread_realtime(int prio) {
+	struct sched_param sp;
+	memset(&sp, 0, sizeof sp);
+	sp.sched_priority = prio;
+	return pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
 }
 
 // ---- device side ----
@@ -168,9 +213,7 @@ static inline void conceal(ra_ring *r, int16_t *dst) {
 
 // stale_end returns the position before which published frames are stale
 // (computed before the flush generation g the callback has processed).
-static inline uint64_t stale_end(ra_ring *r, uint32_t g, uint64_t rd, uint64_t *w) {
-	uint64_t pub = LOAD(&r->pub);
-	uint64_t fresh = LOAD(&r->fresh);
+static inline uint64_t stale_end(uint32_t g, uint64_t rd, uint64_t pub, uint64_t fresh, uint64_t *w) {
 	*w = pub_pos(pub);
 	if (pub_gen(pub) != g)
 		return *w; // the producer has not seen flush g yet: all stale
@@ -182,7 +225,7 @@ static inline uint64_t stale_end(ra_ring *r, uint32_t g, uint64_t rd, uint64_t *
 // ra_out_render produces one callback's worth of output from an output ring:
 // start-up silence, the fade-out of a flush, fresh audio, or a concealed
 // underrun (the last frame held and faded to silence; audio fades back in).
-void ra_out_render(ra_ring *r, int16_t *out, uint32_t frames) {
+uint32_t ra_out_render(ra_ring *r, int16_t *out, uint32_t frames) {
 	uint32_t ch = r->channels, mask = r->cap - 1;
 	r->short_cb = 0;
 	uint32_t prime = LOAD(&r->prime_req);
@@ -193,14 +236,24 @@ void ra_out_render(ra_ring *r, int16_t *out, uint32_t frames) {
 		r->fade_left = 0;
 		memset(r->last, 0, sizeof r->last);
 	}
+	// Load the publication before the flush request: a producer that
+	// published under generation g loaded flush_req >= g first, so the
+	// callback never sees a generation newer than the one it processes.
+	uint64_t pub = LOAD(&r->pub);
+	uint64_t fresh = LOAD(&r->fresh);
 	uint32_t req = LOAD(&r->flush_req);
 	if (req != r->seen_flush) {
 		r->seen_flush = req;
-		r->fade_left = r->gain; // fade from the current gain to zero
+		// Fade from the current gain to zero, over at most flush_max frames.
+		r->flush_from = r->gain;
+		r->fade_left = r->gain;
+		if (r->flush_max > 0 && r->fade_left > (int32_t)r->flush_max)
+			r->fade_left = (int32_t)r->flush_max;
+		r->fade_len = r->fade_left;
 	}
 	uint32_t g = r->seen_flush & 0xffff;
 	uint64_t rd = r->rpos, w;
-	uint64_t stale = stale_end(r, g, rd, &w);
+	uint64_t stale = stale_end(g, rd, pub, fresh, &w);
 	if (r->fade_left == 0 && rd < stale)
 		rd = stale;
 	uint64_t conc = 0;
@@ -219,7 +272,7 @@ void ra_out_render(ra_ring *r, int16_t *out, uint32_t frames) {
 				rd++;
 			}
 			r->fade_left--;
-			r->gain = r->fade_left;
+			r->gain = (int32_t)((int64_t)r->flush_from * r->fade_left / r->fade_len);
 			put_frame(r, dst, r->last, r->gain);
 			if (r->fade_left == 0 && rd < stale)
 				rd = stale;
@@ -240,6 +293,7 @@ void ra_out_render(ra_ring *r, int16_t *out, uint32_t frames) {
 	if (conc)
 		ADD(&r->underrun_frames, conc);
 	STORE(&r->rpos, rd);
+	return (uint32_t)conc;
 }
 
 // ra_in_capture appends one callback's input to an input ring, dropping what
@@ -267,38 +321,58 @@ void ra_in_capture(ra_ring *r, const int16_t *in, uint32_t frames) {
 	STORE(&r->pub, w + n);
 }
 
-static inline void record_callback(ra_ring *r, int64_t t0, PaStreamCallbackFlags flags) {
+void ra_record_timing(ra_ring *r, int64_t start_ns, const PaStreamCallbackTimeInfo *ti,
+	PaStreamCallbackFlags flags, uint32_t frames, uint32_t dry) {
+	uint64_t n = r->tim_n; // callback-owned
+	ra_timing *t = &r->tim[n % RA_TIMING_CAP];
+	t->start_ns = start_ns;
+	t->current = ti ? ti->currentTime : 0;
+	t->buf_time = ti ? (r->output ? ti->outputBufferDacTime : ti->inputBufferAdcTime) : 0;
+	t->frames = frames;
+	t->flags = (uint32_t)flags;
+	t->buffered = ra_buffered(r);
+	t->dry = dry;
+	STORE(&r->tim_n, n + 1);
+}
+
+// maybe_realtime moves the callback thread to SCHED_FIFO on the first
+// callback of a stream that asks for it, once; the result is published for
+// Go to log (a refused request is not retried).
+static inline void maybe_realtime(ra_ring *r) {
+	if (r->rt_prio <= 0 || LOAD(&r->rt_result) != 0)
+		return;
+	int e = ra_thread_realtime(r->rt_prio);
+	STORE(&r->rt_result, e == 0 ? 1 : -(e ? e : EPERM));
+}
+
+static inline void record_callback(ra_ring *r, int64_t t0, const PaStreamCallbackTimeInfo *ti,
+	PaStreamCallbackFlags flags, uint32_t frames, uint32_t dry) {
 	if (flags & (paOutputUnderflow | paOutputOverflow | paInputUnderflow | paInputOverflow))
 		ADD(&r->xruns, 1);
-	int64_t t1 = ra_now_ns();
-	if (r->lat) {
-		uint64_t n = r->lat_n;
-		r->lat[n % r->lat_cap] = t1 - t0;
-		STORE(&r->lat_n, n + 1);
-	}
-	STORE(&r->last_cb_ns, t1);
+	ra_record_timing(r, t0, ti, flags, frames, dry);
+	STORE(&r->last_cb_ns, t0);
 	ADD(&r->callbacks, 1);
 }
 
 int ra_out_callback(const void *in, void *out, unsigned long frames,
 	const PaStreamCallbackTimeInfo *ti, PaStreamCallbackFlags flags, void *userData) {
 	(void)in;
-	(void)ti;
 	int64_t t0 = ra_now_ns();
 	ra_ring *r = userData;
-	ra_out_render(r, out, (uint32_t)frames);
-	record_callback(r, t0, flags);
+	maybe_realtime(r);
+	uint32_t dry = ra_out_render(r, out, (uint32_t)frames);
+	record_callback(r, t0, ti, flags, (uint32_t)frames, dry);
 	return paContinue;
 }
 
 int ra_in_callback(const void *in, void *out, unsigned long frames,
 	const PaStreamCallbackTimeInfo *ti, PaStreamCallbackFlags flags, void *userData) {
 	(void)out;
-	(void)ti;
 	int64_t t0 = ra_now_ns();
 	ra_ring *r = userData;
+	maybe_realtime(r);
 	ra_in_capture(r, in, (uint32_t)frames);
-	record_callback(r, t0, flags);
+	record_callback(r, t0, ti, flags, (uint32_t)frames, 0);
 	return paContinue;
 }
 
@@ -327,36 +401,9 @@ void ra_quiet_libraries(void) {
 		j(quiet_jack);
 }
 
-// ---- benchmark alternatives ----
-
-int ra_gocb_callback(const void *in, void *out, unsigned long frames,
-	const PaStreamCallbackTimeInfo *ti, PaStreamCallbackFlags flags, void *userData) {
-	(void)in;
-	(void)ti;
-	int64_t t0 = ra_now_ns();
-	ra_gocb *g = userData;
-	raGoFill(g->handle, out, (int)frames, g->channels);
-	if (flags & (paOutputUnderflow | paOutputOverflow))
-		g->xruns++;
-	int64_t t1 = ra_now_ns();
-	if (g->lat) {
-		uint64_t n = g->lat_n;
-		g->lat[n % g->lat_cap] = t1 - t0;
-		STORE(&g->lat_n, n + 1);
-	}
-	return paContinue;
-}
-
-PaError ra_write_blocking(PaStream *s, const int16_t *buf, unsigned long frames, int64_t *call_ns, int64_t *ret_ns) {
-	*call_ns = ra_now_ns();
-	PaError e = Pa_WriteStream(s, buf, frames);
-	*ret_ns = ra_now_ns();
-	return e;
-}
-
 // ra_open opens a callback stream on device dev whose callback exchanges
 // audio with r: ra_out_callback for output rings, ra_in_callback for input.
-PaError ra_open(PaStream **s, int dev, int channels, double rate, unsigned long period, double latency, int rt, ra_ring *r) {
+PaError ra_open(PaStream **s, int dev, int channels, double rate, unsigned long period, double latency, int rt_prio, ra_ring *r) {
 	PaStreamParameters p;
 	memset(&p, 0, sizeof p);
 	p.device = dev;
@@ -369,48 +416,11 @@ PaError ra_open(PaStream **s, int dev, int channels, double rate, unsigned long 
 			ra_out_callback, r);
 	else
 		e = Pa_OpenStream(s, &p, NULL, rate, period, paClipOff | paDitherOff, ra_in_callback, r);
-	if (e == paNoError && rt)
-		ra_realtime(*s, dev);
+	if (e == paNoError) {
+		ra_set_realtime(r, rt_prio);
+		ra_set_flush_fade(r, (uint32_t)(rate * RA_FLUSH_FADE_MS / 1000));
+	}
 	return e;
-}
-
-// ra_realtime asks PortAudio to run an ALSA stream's callback thread with
-// SCHED_FIFO. The callback never enters Go, so a real-time thread cannot be
-// held up by the Go scheduler; without the privilege (CAP_SYS_NICE or an
-// RLIMIT_RTPRIO) PortAudio keeps the normal priority.
-void ra_realtime(PaStream *s, int dev) {
-	const PaDeviceInfo *d = Pa_GetDeviceInfo(dev);
-	if (!d)
-		return;
-	const PaHostApiInfo *h = Pa_GetHostApiInfo(d->hostApi);
-	if (h && h->type == paALSA)
-		PaAlsa_EnableRealtimeScheduling(s, 1);
-}
-
-// ra_open_gocb opens the benchmark's callback-into-Go output stream.
-PaError ra_open_gocb(PaStream **s, int dev, int channels, double rate, unsigned long period, double latency, int rt, ra_gocb *g) {
-	PaStreamParameters p;
-	memset(&p, 0, sizeof p);
-	p.device = dev;
-	p.channelCount = channels;
-	p.sampleFormat = paInt16;
-	p.suggestedLatency = latency;
-	PaError e = Pa_OpenStream(s, NULL, &p, rate, period, paClipOff | paDitherOff | paPrimeOutputBuffersUsingStreamCallback,
-		ra_gocb_callback, g);
-	if (e == paNoError && rt)
-		ra_realtime(*s, dev);
-	return e;
-}
-
-// ra_open_blocking opens the benchmark's blocking-write output stream.
-PaError ra_open_blocking(PaStream **s, int dev, int channels, double rate, unsigned long period, double latency) {
-	PaStreamParameters p;
-	memset(&p, 0, sizeof p);
-	p.device = dev;
-	p.channelCount = channels;
-	p.sampleFormat = paInt16;
-	p.suggestedLatency = latency;
-	return Pa_OpenStream(s, NULL, &p, rate, period, paClipOff | paDitherOff, NULL, NULL);
 }
 
 double ra_stream_latency(PaStream *s, int output) {

@@ -11,6 +11,22 @@
 #define RA_MAX_CHANNELS 8
 #define RA_POS_BITS 48
 #define RA_POS_MASK ((((uint64_t)1) << RA_POS_BITS) - 1)
+#define RA_FLUSH_FADE_MS 4 // a flush fades out within this (hw.Flusher)
+#define RA_TIMING_CAP 1024 // callback records kept (10 s at 10 ms periods)
+
+// ra_timing is one device callback as the callback saw it: its start on
+// CLOCK_MONOTONIC, PortAudio's time info (seconds on the stream's clock)
+// and status flags, and the ring's state. Written by the callback into
+// ra_ring.tim, read by Go (ra_timing_read).
+typedef struct ra_timing {
+	int64_t start_ns;   // CLOCK_MONOTONIC at callback entry
+	double current;     // timeInfo->currentTime
+	double buf_time;    // output: outputBufferDacTime; input: inputBufferAdcTime
+	uint32_t frames;    // frames in this callback
+	uint32_t flags;     // PaStreamCallbackFlags
+	uint32_t buffered;  // ring frames after the callback (output: queued; input: unread)
+	uint32_t dry;       // output frames concealed because the ring ran dry
+} ra_timing;
 
 // ra_ring is shared between one Go goroutine and one PortAudio callback
 // thread. Fields marked "shared" are only accessed with __atomic builtins
@@ -28,9 +44,10 @@ typedef struct ra_ring {
 	uint64_t overrun_frames;  // input frames dropped because Go fell behind
 	uint64_t xruns;           // callbacks whose status flags reported an under/overflow
 	int64_t last_cb_ns;       // CLOCK_MONOTONIC of the last callback
-	uint64_t lat_n;           // lateness samples recorded
-	int64_t *lat;             // optional: duration of each callback, ns (bench)
-	uint32_t lat_cap;
+	uint64_t tim_n;           // callback records written to tim (callback)
+	int32_t rt_result;        // real-time request: 0 none yet, 1 granted, -errno refused (callback)
+	int32_t rt_prio;          // SCHED_FIFO priority the callback asks for (0: none); set before start
+	ra_timing *tim;           // RA_TIMING_CAP records, slot = index % RA_TIMING_CAP
 
 	// fixed at creation
 	uint32_t cap;      // frames, a power of two
@@ -48,6 +65,9 @@ typedef struct ra_ring {
 	uint32_t lead;       // prime length in frames
 	int32_t gain;        // 0..fade
 	int32_t fade_left;   // frames left in a flush fade-out
+	int32_t fade_len;    // frames of the current flush fade-out
+	int32_t flush_from;  // gain when the flush fade-out began
+	uint32_t flush_max;  // longest flush fade-out in frames (0: fade); set by ra_open
 	int short_cb;        // this callback already counted as an underrun
 	int16_t last[RA_MAX_CHANNELS];
 
@@ -56,7 +76,6 @@ typedef struct ra_ring {
 
 ra_ring *ra_ring_new(uint32_t cap, uint32_t channels, uint32_t fade, int output, uint32_t lead);
 void ra_ring_free(ra_ring *r);
-int ra_ring_enable_lateness(ra_ring *r, uint32_t n);
 
 // Go side (producer of output rings, consumer of input rings).
 uint32_t ra_write(ra_ring *r, const int16_t *src, uint32_t frames, uint32_t gen);
@@ -68,15 +87,36 @@ void ra_prime(ra_ring *r);
 void ra_drop(ra_ring *r);
 
 typedef struct ra_stats {
-	uint64_t callbacks, underrun_cbs, underrun_frames, overrun_frames, xruns, lat_n;
+	uint64_t callbacks, underrun_cbs, underrun_frames, overrun_frames, xruns, tim_n;
 	int64_t last_cb_ns;
+	int32_t rt_result;
 } ra_stats;
 void ra_get_stats(ra_ring *r, ra_stats *s);
+// ra_timing_read copies the records from index *from on (at most max) into
+// dst, skipping records already overwritten; it returns how many it copied
+// and advances *from past them. *lost gets the number skipped.
+uint32_t ra_timing_read(ra_ring *r, uint64_t *from, ra_timing *dst, uint32_t max, uint64_t *lost);
+// ra_timing_last copies the newest record into *t; 0 if there is none.
+// Any thread.
+int ra_timing_last(ra_ring *r, ra_timing *t);
+// ra_set_flush_fade caps a flush's fade-out at frames (stream stopped).
+void ra_set_flush_fade(ra_ring *r, uint32_t frames);
+// ra_set_realtime makes the next callback of the ring's stream move its
+// thread to SCHED_FIFO at prio (0: leave it alone). Call before starting.
+void ra_set_realtime(ra_ring *r, int prio);
+// ra_thread_realtime moves the calling thread to SCHED_FIFO at prio and
+// returns 0 or an errno.
+int ra_thread_realtime(int prio);
 int64_t ra_now_ns(void);
 
 // Device side, exposed for tests and benchmarks: one callback's worth.
-void ra_out_render(ra_ring *r, int16_t *out, uint32_t frames);
+// ra_out_render returns the frames concealed (ring ran dry).
+uint32_t ra_out_render(ra_ring *r, int16_t *out, uint32_t frames);
 void ra_in_capture(ra_ring *r, const int16_t *in, uint32_t frames);
+// ra_record_timing appends one callback record (what the callbacks do),
+// exposed for tests.
+void ra_record_timing(ra_ring *r, int64_t start_ns, const PaStreamCallbackTimeInfo *ti,
+	PaStreamCallbackFlags flags, uint32_t frames, uint32_t dry);
 
 // PortAudio callbacks; userData is the ra_ring.
 int ra_out_callback(const void *in, void *out, unsigned long frames,
@@ -87,25 +127,7 @@ int ra_in_callback(const void *in, void *out, unsigned long frames,
 // Quiet the ALSA and JACK libraries' stderr chatter during device probing.
 void ra_quiet_libraries(void);
 
-// Benchmark alternative: PortAudio callback into Go (see handoff.go).
-typedef struct ra_gocb {
-	uintptr_t handle;
-	int channels;
-	int64_t *lat;
-	uint32_t lat_cap;
-	uint64_t lat_n;
-	uint64_t xruns;
-} ra_gocb;
-int ra_gocb_callback(const void *in, void *out, unsigned long frames,
-	const PaStreamCallbackTimeInfo *ti, PaStreamCallbackFlags flags, void *userData);
-// Benchmark alternative: blocking writes; records the time Pa_WriteStream
-// returned into *ret_ns and the time it was called into *call_ns.
-PaError ra_write_blocking(PaStream *s, const int16_t *buf, unsigned long frames, int64_t *call_ns, int64_t *ret_ns);
-
-PaError ra_open(PaStream **s, int dev, int channels, double rate, unsigned long period, double latency, int rt, ra_ring *r);
-void ra_realtime(PaStream *s, int dev);
-PaError ra_open_gocb(PaStream **s, int dev, int channels, double rate, unsigned long period, double latency, int rt, ra_gocb *g);
-PaError ra_open_blocking(PaStream **s, int dev, int channels, double rate, unsigned long period, double latency);
+PaError ra_open(PaStream **s, int dev, int channels, double rate, unsigned long period, double latency, int rt_prio, ra_ring *r);
 double ra_stream_latency(PaStream *s, int output);
 
 #endif

@@ -5,6 +5,7 @@ package portaudio
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 )
 
 // These tests drive the C ring (ring.c) directly: the Go side through the
@@ -191,5 +192,88 @@ func TestCRingInputOverrun(t *testing.T) {
 	r.drop()
 	if n := r.read(out); n != 0 {
 		t.Errorf("read %d frames after drop, want 0", n)
+	}
+}
+
+// The callbacks' timing records reach Go in order; records overwritten
+// before Go read them are counted as lost, never returned torn.
+func TestCRingTimingRecords(t *testing.T) {
+	r := newTestRing(t, true, 1024, 2, 1, 0)
+	if _, _, ok := r.last(); ok {
+		t.Fatal("last() before any callback: ok")
+	}
+	out := make([]int16, 2*480)
+	cb := func(i int) {
+		dry := r.renderTimed(out, int64(i)*10_000_000, float64(i)/100, float64(i)/100+0.03, FlagOutputUnderflow*uint32(i%2))
+		_ = dry
+	}
+	for i := range 10 {
+		cb(i)
+	}
+	dst := make([]CallbackTiming, 64)
+	n, lost := r.timings(dst)
+	if n != 10 || lost != 0 {
+		t.Fatalf("timings: %d records, %d lost; want 10, 0", n, lost)
+	}
+	for i, tm := range dst[:n] {
+		if tm.Start != time.Duration(i)*10*time.Millisecond || tm.Frames != 480 || tm.Dry != 480 ||
+			tm.DeviceDelay(true) < 29*time.Millisecond || tm.DeviceUnderflow(true) != (i%2 == 1) {
+			t.Errorf("record %d = %+v", i, tm)
+		}
+	}
+	if last, _, ok := r.last(); !ok || last.Start != 90*time.Millisecond {
+		t.Errorf("last() = %+v, %v; want the record at 90 ms", last, ok)
+	}
+	// More than the ring's capacity of records before Go reads them.
+	for i := 10; i < 10+2000; i++ {
+		cb(i)
+	}
+	total, lostAll := 0, uint64(0)
+	prev := time.Duration(-1)
+	for {
+		n, lost := r.timings(dst)
+		lostAll += lost
+		for _, tm := range dst[:n] {
+			if tm.Start <= prev {
+				t.Fatalf("records out of order: %v after %v", tm.Start, prev)
+			}
+			prev = tm.Start
+		}
+		total += n
+		if n < len(dst) {
+			break
+		}
+	}
+	if total != 1024 || lostAll != 2000-1024 {
+		t.Errorf("after 2000 unread callbacks: %d records, %d lost; want 1024, %d", total, lostAll, 2000-1024)
+	}
+}
+
+// A flush fades out within the flush cap (4 ms at the stream's rate) even
+// when the underrun fade (FadeMS) is longer, and monotonically.
+func TestCRingFlushFadeCapped(t *testing.T) {
+	const fade, capFrames = 400, 32 // e.g. 50 ms underrun fade, 4 ms at 8 kHz
+	r := newTestRing(t, true, 4096, 1, fade, 0)
+	r.setFlushFade(capFrames)
+	r.write(constant(2000, 1, 10000), r.flushGen())
+	out := make([]int16, 1000)
+	r.render(out) // fades in over 400 frames, then full level
+	if out[999] != 10000 {
+		t.Fatalf("level before the flush %d, want 10000", out[999])
+	}
+	r.flush()
+	r.render(out[:100])
+	for i := 1; i < capFrames; i++ {
+		if out[i] > out[i-1] {
+			t.Fatalf("fade-out not monotonic at %d: %v", i, out[:capFrames])
+		}
+	}
+	if out[0] == 0 || out[capFrames-1] > 10000/capFrames+1 {
+		t.Errorf("fade-out starts at %d and ends at %d, want from ~10000 to ~0 over %d frames", out[0], out[capFrames-1], capFrames)
+	}
+	for i, v := range out[capFrames:100] {
+		if v != 0 {
+			t.Fatalf("sample %d after a %d-frame flush fade = %d, want silence", capFrames+i, capFrames, v)
+		}
 	}
 }

@@ -63,7 +63,8 @@ func (c *SinkConfig) defaults() error {
 // callback on PortAudio's thread plays from the ring without entering Go.
 // While the device is missing, Write discards audio paced by the clock.
 //
-// Write is called by one goroutine; Flush, Latency, Close by any.
+// Write is called by one goroutine; Flush, Latency, DeviceLatency, Close
+// by any.
 type Sink struct {
 	ep     *endpoint
 	cfg    SinkConfig
@@ -136,19 +137,48 @@ func (s *Sink) Device() string {
 	return s.ep.dev.Name
 }
 
-// Flush drops everything queued for the device, with a FadeMS fade-out of
-// what is playing, at the next device callback: call it right after
-// interrupting the player (barge-in) so the queue does not delay silence.
-// Audio from a Write that started before Flush is dropped too. Any
-// goroutine; lock-free.
-func (s *Sink) Flush() {
+// Flush implements hw.Flusher: it drops everything queued for the device,
+// with a FadeMS fade-out of what is playing, at the next device callback.
+// Call it right after interrupting the player (barge-in) so the queue does
+// not delay silence. A Write running concurrently returns early without
+// queuing the rest of its buffer; audio it already queued is dropped too
+// (the ring tags publications with the flush generation). Writes that
+// start after Flush returns play normally. It returns the frames (at
+// Format's rate) that were queued and are discarded. Any goroutine;
+// lock-free, no allocation.
+func (s *Sink) Flush() int {
 	if !s.ep.acquire() {
-		return
+		return 0
 	}
 	defer s.ep.release()
-	if c := s.ep.conn.Load(); c != nil {
-		c.ring.flush()
+	c := s.ep.conn.Load()
+	if c == nil {
+		return 0
 	}
+	queued := c.ring.buffered()
+	c.ring.flush()
+	return int(int64(queued) * int64(s.cfg.Format.SampleRate) / int64(c.rate))
+}
+
+// DeviceLatency implements hw.LatencyReporter: from now (the return of the
+// last Write, when called right after it) until the last sample written
+// reaches the DAC, measured against the device clock: the time since the
+// last callback's start is subtracted from its device delay (PortAudio's
+// outputBufferDacTime - currentTime), and the callback's buffer, the
+// queue and the resampler's delay are added. Without time info from the
+// host API it falls back to Latency. 0 while degraded. Any goroutine.
+func (s *Sink) DeviceLatency() time.Duration {
+	c := s.ep.conn.Load()
+	if c == nil || !c.live.Load() {
+		return 0
+	}
+	t, now, ok := c.ring.last()
+	d := t.DeviceDelay(true)
+	if !ok || d == 0 {
+		return s.Latency()
+	}
+	frames := time.Duration(t.Frames+c.ring.buffered()) * time.Second / time.Duration(c.rate)
+	return max(0, t.Start+d+frames-now+time.Duration(c.pendingNS.Load()))
 }
 
 // Close implements hw.AudioSink: a blocked Write returns hw.ErrClosed.
@@ -161,6 +191,11 @@ func (s *Sink) Write(p []int16) error {
 		return errClosed
 	}
 	defer s.ep.release()
+	if c := s.ep.conn.Load(); c != nil {
+		// Audio handed to this Write is tagged with the flush generation
+		// as of its start: a Flush during the call makes it stale.
+		s.gen = c.ring.flushGen()
+	}
 	for len(p) > 0 {
 		c := s.ep.conn.Load()
 		if c == nil || !c.live.Load() {
@@ -171,17 +206,15 @@ func (s *Sink) Write(p []int16) error {
 				return err
 			}
 		}
+		if c.ring.flushGen() != s.gen {
+			return nil // flushed during this Write: drop the rest
+		}
 		n := min(len(p), sinkChunk)
 		frames := s.convert(p[:n])
 		if err := s.push(c, frames); err != nil {
 			return err
 		}
 		p = p[n:]
-	}
-	if s.cur != nil {
-		// The next Write's audio is computed after this point: tag it with
-		// the flush generation as of now.
-		s.gen = s.cur.ring.flushGen()
 	}
 	return nil
 }
@@ -204,6 +237,7 @@ func (s *Sink) switchTo(c *conn) error {
 	s.lead = c.rate * s.cfg.BufferMS / 1000
 	s.gen = c.ring.flushGen()
 	s.cur = c
+	c.pendingNS.Store(int64(s.rs.Delay() * float64(time.Second) / float64(c.rate)))
 	return nil
 }
 
@@ -218,7 +252,7 @@ func (s *Sink) convert(p []int16) int {
 func (s *Sink) push(c *conn, frames int) error {
 	ch := c.ch
 	for off := 0; off < frames; {
-		if !c.live.Load() {
+		if !c.live.Load() || c.ring.flushGen() != s.gen {
 			return nil
 		}
 		space := s.lead - c.ring.buffered()

@@ -47,7 +47,7 @@ func (c *SourceConfig) defaults() error {
 // captured. While the device is missing, Read returns silence paced by the
 // clock.
 //
-// Read is called by one goroutine; Latency, Close by any.
+// Read is called by one goroutine; Latency, DeviceLatency, Close by any.
 type Source struct {
 	ep  *endpoint
 	cfg SourceConfig
@@ -90,6 +90,30 @@ func (s *Source) Latency() time.Duration {
 		return 0
 	}
 	return c.latency
+}
+
+// DeviceLatency implements hw.LatencyReporter: from the ADC capturing the
+// last sample Read returned until now (right after Read returns), against
+// the device clock: the newest callback's ADC time (PortAudio's
+// inputBufferAdcTime, as a delay before the callback's start), the frames
+// captured after that sample still in the ring, and the converted samples
+// Read holds back plus the resampler's delay. Without time info from the
+// host API it falls back to Latency. 0 while degraded. Any goroutine.
+func (s *Source) DeviceLatency() time.Duration {
+	c := s.ep.conn.Load()
+	if c == nil || !c.live.Load() {
+		return 0
+	}
+	t, now, ok := c.ring.last()
+	d := t.DeviceDelay(false)
+	if !ok || d == 0 {
+		return s.Latency()
+	}
+	// The newest captured frame was at the ADC at Start - d + Frames/rate;
+	// the unread ring frames came after the last one Read took.
+	newest := t.Start - d + time.Duration(t.Frames)*time.Second/time.Duration(c.rate)
+	unread := time.Duration(c.ring.buffered()) * time.Second / time.Duration(c.rate)
+	return max(0, now-newest+unread+time.Duration(c.pendingNS.Load()))
 }
 
 // Up reports whether the device stream is running (false while degraded).
@@ -144,6 +168,10 @@ func (s *Source) Read(dst []int16) (int, error) {
 		m := resample.Downmix(s.mono, s.dev[:k*c.ch], c.ch)
 		s.carryN = s.rs.Process(s.carry, s.mono[:m])
 		s.carryOff = 0
+	}
+	if c := s.cur; c != nil {
+		held := float64(s.carryN-s.carryOff) + s.rs.Delay()
+		c.pendingNS.Store(int64(held * float64(time.Second) / float64(s.cfg.Format.SampleRate)))
 	}
 	return len(dst), nil
 }

@@ -13,7 +13,7 @@ import (
 	"periph.io/x/conn/v3/gpio/gpioreg"
 
 	"github.com/robot-agent/robot-agent/clock"
-	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/hw/host"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/state"
@@ -248,7 +248,7 @@ func TestOutputsSafeLevels(t *testing.T) {
 // the pin does not exist: the module is unavailable and the Manager keeps
 // the other modules and the agent running.
 func TestHostWithoutGPIOIsUnavailable(t *testing.T) {
-	hg := hw.NewHostGPIO()
+	hg := host.NewGPIO()
 	if _, err := hg.Pin("GPIO17"); err == nil {
 		t.Skip("this host has GPIO17")
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/hw/host"
 	"github.com/robot-agent/robot-agent/identity"
 	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/skills"
@@ -42,8 +43,8 @@ type Devices struct {
 func RealDevices(cfg state.Config) Devices {
 	cfg = cfg.Defaults()
 	return Devices{
-		GPIO:    hw.NewHostGPIO(),
-		I2C:     hw.NewHostI2C(),
+		GPIO:    host.NewGPIO(),
+		I2C:     host.NewI2C(),
 		Battery: os.DirFS(cfg.Battery.Root),
 		Thermal: os.DirFS(cfg.Thermal.Root),
 	}

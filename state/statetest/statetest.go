@@ -29,7 +29,7 @@ type Emitter struct {
 	invalid []error
 }
 
-// Emit implements the Emitter interfaces of state, identity and skills.
+// Emit implements device.Emitter (used by state, identity and skills).
 func (e *Emitter) Emit(m protocol.Message) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()

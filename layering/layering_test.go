@@ -1,0 +1,195 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/robot-agent/robot-agent"
+
+// rank is each package's layer (its path inside the module). A package may
+// import only packages of a strictly lower rank. A new package must be
+// given one here.
+var rank = map[string]int{
+	// Leaves: no package of this module below them.
+	"clock": 0, "metrics": 0, "protocol": 0, "config/field": 0,
+	"codec/pcm": 0, "codec/resample": 0, "codec/jpeg": 0,
+	"doctor": 0, "build": 0, "layering": 0,
+	// Shared types and the device seams.
+	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1,
+	"hw": 2, "codec/h264": 2, "codec/opus": 2, "codec/quality": 2,
+	// Drivers (implementations of the seams) and pipeline stages. They do
+	// not import one another: hw/sim does not import hw/portaudio,
+	// capture does not import playback, skills does not import state.
+	"hw/sim": 3, "hw/portaudio": 3, "hw/camera": 3, "hw/host": 3, "hw/hwtest": 3,
+	"capture": 3, "playback": 3, "state": 3, "identity": 3, "skills": 3,
+	// Stages built on those.
+	"config": 4, "uplink": 4, "video": 4, "video/videotest": 4,
+	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4,
+	// Wiring and development tools.
+	"state/modules": 5, "gateway": 5, "conformance": 5, "hw/portaudio/handoffbench": 5,
+	// The command: the one place that wires everything.
+	"cmd/robot-agent": 9,
+}
+
+// forbidden lists dependencies (module path prefixes, transitive) that a
+// package must not pull in.
+var forbidden = []struct {
+	pkgs []string // packages of this module ("x/..." matches x and below)
+	deps []string // import path prefixes
+	why  string
+}{
+	{[]string{"hw"}, []string{"periph.io/x/host/"}, "hw is a pure seam package; periph's host drivers belong in hw/host"},
+	{[]string{"protocol", "codec/...", "capture", "playback", "uplink", "config/...", "device", "clock", "metrics"},
+		[]string{"periph.io/x/host/", "github.com/pion/", "github.com/gordonklaus/portaudio", "github.com/blackjack/webcam"},
+		"the protocol, codecs and the audio fast lane must not depend on device drivers"},
+	{[]string{"identity", "skills"}, []string{module + "/state"}, "identity and skills share types through package device, not state"},
+	{[]string{"codec/..."}, []string{module + "/hw"}, "codecs do not depend on the device seams (hw/camera depends on codec/h264)"},
+}
+
+type listedPackage struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+	Standard   bool
+	Module     *struct{ Path string }
+}
+
+// list runs go list -deps -json with the given tags and cgo setting and
+// returns this module's packages.
+func list(t *testing.T, tags string, cgo bool) []listedPackage {
+	t.Helper()
+	root, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	cmd := exec.Command("go", "list", "-deps", "-json", "-tags", tags, "./...")
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if cgo {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=1")
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -tags %q: %v\n%s", tags, err, stderr.String())
+	}
+	var pkgs []listedPackage
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if p.Module != nil && p.Module.Path == module {
+			pkgs = append(pkgs, p)
+		}
+	}
+	return pkgs
+}
+
+func rel(path string) string {
+	if path == module {
+		return "."
+	}
+	return strings.TrimPrefix(path, module+"/")
+}
+
+func matches(pattern, pkg string) bool {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return pkg == base || strings.HasPrefix(pkg, base+"/")
+	}
+	return pkg == pattern
+}
+
+// check returns every violation in pkgs.
+func check(pkgs []listedPackage) []string {
+	var bad []string
+	for _, p := range pkgs {
+		name := rel(p.ImportPath)
+		r, ok := rank[name]
+		if !ok {
+			bad = append(bad, fmt.Sprintf("%s: no layer assigned; add it to rank in layering/layering_test.go", name))
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp != module && !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			in := rel(imp)
+			ri, ok := rank[in]
+			if ok && ri >= r {
+				bad = append(bad, fmt.Sprintf("%s (layer %d) imports %s (layer %d): a package may import only lower layers", name, r, in, ri))
+			}
+		}
+		for _, f := range forbidden {
+			applies := false
+			for _, pat := range f.pkgs {
+				applies = applies || matches(pat, name)
+			}
+			if !applies {
+				continue
+			}
+			for _, d := range p.Deps {
+				for _, prefix := range f.deps {
+					if d == strings.TrimSuffix(prefix, "/") || strings.HasPrefix(d, prefix) {
+						bad = append(bad, fmt.Sprintf("%s depends on %s: %s", name, d, f.why))
+					}
+				}
+			}
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+// TestLayering checks the packages as built without cgo and with every
+// optional tag.
+func TestLayering(t *testing.T) {
+	for _, b := range []struct {
+		tags string
+		cgo  bool
+	}{{"", false}, {"portaudio x264 opus", true}} {
+		pkgs := list(t, b.tags, b.cgo)
+		if len(pkgs) < len(rank)/2 {
+			t.Fatalf("go list -tags %q found only %d packages of %s", b.tags, len(pkgs), module)
+		}
+		for _, v := range check(pkgs) {
+			t.Errorf("tags %q: %s", b.tags, v)
+		}
+	}
+}
+
+// TestCheckCatchesViolations: the checker itself reports an upward import,
+// an unranked package and a forbidden dependency.
+func TestCheckCatchesViolations(t *testing.T) {
+	got := check([]listedPackage{
+		{ImportPath: module + "/protocol", Imports: []string{module + "/uplink"}},
+		{ImportPath: module + "/newthing"},
+		{ImportPath: module + "/hw", Deps: []string{"periph.io/x/host/v3"}},
+		{ImportPath: module + "/skills", Deps: []string{module + "/state"}},
+		{ImportPath: module + "/capture", Imports: []string{module + "/playback"}},
+	})
+	want := []string{
+		"capture (layer 3) imports playback (layer 3): a package may import only lower layers",
+		"hw depends on periph.io/x/host/v3: hw is a pure seam package; periph's host drivers belong in hw/host",
+		"newthing: no layer assigned; add it to rank in layering/layering_test.go",
+		"protocol (layer 0) imports uplink (layer 4): a package may import only lower layers",
+		"skills depends on " + module + "/state: identity and skills share types through package device, not state",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("check found\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
