@@ -41,7 +41,7 @@ func TestRealOpusRoundTrip(t *testing.T) {
 		c.Audio.Mode = capture.ModeContinuous
 	})
 	sess := e.a.gw.Sessions()[0]
-	if sess.Hello.AudioCodecs == nil {
+	if a := sess.Hello.Audio; a == nil || a.Up[0].Format != protocol.FormatOpus {
 		t.Fatal("robot did not offer Opus")
 	}
 	// Uplink.
