@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -93,10 +94,24 @@ func TestRealOpusRoundTrip(t *testing.T) {
 	pcm := rec.stop()
 	e.stop(t)
 	dump(t, "opus-downlink-recorded.wav", pcm, 24000)
-	off, c = align(pcm, ref24, 24000)
-	t.Logf("downlink: %d packets decoded; speech found in the recording with NCC %.3f", e.reg.Value("robot_agent_tts_packets_total"), c)
-	if c < 0.7 {
-		t.Errorf("downlink NCC %.3f, want >= 0.7", c)
+	d, i := e.a.progress.counts()
+	t.Logf("responses done %d, interrupted %d; recorded %d samples, peak %d", d, i, len(pcm), pcmlevel.Peak(pcm))
+	// The real devices on a loaded machine glitch (late periods shift the
+	// timeline), so each 500 ms of the speech is found on its own and the
+	// median match is judged.
+	var nccs []float64
+	for seg := 0; seg+12000 <= len(ref24); seg += 12000 {
+		if pcmlevel.Peak(ref24[seg:seg+12000]) < 2000 {
+			continue // a pause
+		}
+		_, c := align(pcm, ref24[seg:seg+12000], 24000)
+		nccs = append(nccs, c)
+	}
+	slices.Sort(nccs)
+	med := nccs[len(nccs)/2]
+	t.Logf("downlink: %d packets decoded; 500 ms speech segments found in the recording with median NCC %.3f (min %.3f)", e.reg.Value("robot_agent_tts_packets_total"), med, nccs[0])
+	if med < 0.7 {
+		t.Errorf("downlink median segment NCC %.3f, want >= 0.7", med)
 	}
 	if n := e.reg.Value("robot_agent_tts_packets_total"); n < int64(len(ref24)/480) {
 		t.Errorf("%d TTS packets decoded, want one per 20 ms (%d)", n, len(ref24)/480)
