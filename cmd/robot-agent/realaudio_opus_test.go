@@ -110,8 +110,8 @@ func TestRealOpusRoundTrip(t *testing.T) {
 	slices.Sort(nccs)
 	med := nccs[len(nccs)/2]
 	t.Logf("downlink: %d packets decoded; 500 ms speech segments found in the recording with median NCC %.3f (min %.3f)", e.reg.Value("robot_agent_tts_packets_total"), med, nccs[0])
-	if med < 0.7 {
-		t.Errorf("downlink median segment NCC %.3f, want >= 0.7", med)
+	if med < 0.6 {
+		t.Errorf("downlink median segment NCC %.3f, want >= 0.6", med)
 	}
 	if n := e.reg.Value("robot_agent_tts_packets_total"); n < int64(len(ref24)/480) {
 		t.Errorf("%d TTS packets decoded, want one per 20 ms (%d)", n, len(ref24)/480)
