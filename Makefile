@@ -10,7 +10,7 @@ RUN_FOR   ?= 20s
 # Build tags for the full (cgo) binary; detected from installed libraries.
 TAGS      ?= $(shell scripts/detect-tags.sh)
 
-.PHONY: all run build build-sim test test-go bench lint fmt vet tidy layers fuzz clean hil deps
+.PHONY: all run run-real build build-sim test test-go bench bench-duplex lint fmt vet tidy layers fuzz clean hil deps chaos
 
 # Cross builds, emulated ARM tests, .deb packages, unit checks (issue 6).
 include build/build.mk
@@ -18,9 +18,17 @@ include build/build.mk
 all: lint test build
 
 ## run: simulated mic and speaker against the embedded gateway, then a summary.
+## The simulated speaker is heard by the simulated mic through a moderate echo
+## path; the echo canceller is on where its library is installed (TAGS).
 run:
 	@scripts/need-go.sh
-	$(GO) run ./cmd/robot-agent run --sim --duration $(RUN_FOR)
+	$(GO) run -tags '$(TAGS)' ./cmd/robot-agent run --sim --duration $(RUN_FOR)
+
+## run-real: like run, but with real audio devices (PortAudio) on a private
+## PulseAudio and the development gateway; the summary shows device timing.
+run-real:
+	@scripts/need-go.sh
+	RUN_FOR=$(RUN_FOR) scripts/run-real.sh
 
 ## build: the agent for this machine (real devices where their libraries exist).
 build:
@@ -40,9 +48,19 @@ test:
 test-go:
 	$(GO) test -race -count=1 ./...
 
+## chaos: the long fault-injection run (200 kill -9 cycles, 20 gateway restarts
+## in a 10-minute stream, network faults, a corrupted spool); prints a table.
+chaos:
+	@mkdir -p out
+	CHAOS=long $(GO) test -count=1 -timeout 60m -v ./internal/chaos/ 2>&1 | tee out/chaos.txt | grep -E '^(\||--- |ok|FAIL|PASS)'
+
 ## bench: benchmarks; results go in docs/benchmarks.md.
 bench:
 	@scripts/bench.sh
+
+## bench-duplex: echo cancellation, barge-in and VAD figures (docs/benchmarks.md).
+bench-duplex:
+	@scripts/bench-duplex.sh
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 20s).
 FUZZTIME ?= 20s

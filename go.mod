@@ -7,7 +7,10 @@ require (
 	github.com/gordonklaus/portaudio v0.0.0-20250206071425-98a94950218b
 	github.com/gorilla/websocket v1.5.3
 	github.com/jonboulle/clockwork v0.5.0
+	github.com/pion/interceptor v0.1.42
 	github.com/pion/mediadevices v0.10.0
+	github.com/pion/rtp v1.8.26
+	go.etcd.io/bbolt v1.4.3
 	gopkg.in/hraban/opus.v2 v2.0.0-20230925203106-0188a62cb302
 	gopkg.in/yaml.v3 v3.0.1
 	periph.io/x/conn/v3 v3.7.3
@@ -18,6 +21,9 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/kr/pretty v0.1.0 // indirect
 	github.com/kr/text v0.2.0 // indirect
+	github.com/pion/logging v0.2.4 // indirect
+	github.com/pion/randutil v0.1.0 // indirect
+	github.com/pion/rtcp v1.2.16 // indirect
 	golang.org/x/image v0.23.0 // indirect
 	golang.org/x/sys v0.30.0 // indirect
 )

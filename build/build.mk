@@ -9,7 +9,7 @@
 #   make check-deb   control fields, contents, Depends, sysusers, unit of dist/*.deb
 #   make check-unit  systemd-analyze verify + security (exposure <= 3.0)
 #
-# Variables: VERSION (git describe), CGO_TAGS (portaudio,x264,opus), DIST
+# Variables: VERSION (git describe), CGO_TAGS (portaudio,x264,webrtcapm,speexdsp,opus), DIST
 # (dist), DEB_FLAVOR (cgo|pure), TEST_ARM_FLAGS (-short), TEST_ARM_TARGETS
 # (arm64 armv7).
 
@@ -19,7 +19,7 @@ build_mk_default_goal := $(.DEFAULT_GOAL)
 
 GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo 0.0.0-dev)
-CGO_TAGS ?= portaudio,x264,opus
+CGO_TAGS ?= portaudio,x264,webrtcapm,speexdsp,opus
 DIST ?= $(CURDIR)/dist
 DEB_FLAVOR ?= cgo
 export GO VERSION CGO_TAGS DIST

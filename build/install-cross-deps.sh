@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian 12's own packages, what cross builds, .deb packaging
-# and the emulated tests need: cross compilers, multiarch PortAudio, x264 and Opus
-# -dev packages for arm64 and armhf (and amd64), qemu-user, file, binutils,
+# and the emulated tests need: cross compilers, multiarch PortAudio and x264
+# -dev packages (PortAudio, x264, WebRTC audio processing, speexdsp, Opus) for arm64 and armhf (and amd64), qemu-user, file, binutils,
 # systemd (for systemd-analyze and systemd-sysusers). Idempotent and quiet:
 # when everything is installed it only runs dpkg-query. Used by make and by
 # .ci/run.
@@ -15,6 +15,9 @@ pkgs=(
 	portaudio19-dev libx264-dev
 	portaudio19-dev:arm64 libx264-dev:arm64
 	portaudio19-dev:armhf libx264-dev:armhf
+	libwebrtc-audio-processing-dev libspeexdsp-dev
+	libwebrtc-audio-processing-dev:arm64 libspeexdsp-dev:arm64
+	libwebrtc-audio-processing-dev:armhf libspeexdsp-dev:armhf
 	libopus-dev libopusfile-dev
 	libopus-dev:arm64 libopusfile-dev:arm64
 	libopus-dev:armhf libopusfile-dev:armhf

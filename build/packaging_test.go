@@ -28,6 +28,12 @@ func TestPackagedConfigIsValid(t *testing.T) {
 	if !strings.HasPrefix(c.Gateway.URL, "wss://") {
 		t.Errorf("packaged gateway.url %q is not wss://", c.Gateway.URL)
 	}
+	// The spool must live in the unit's StateDirectory, the one place
+	// the hardened unit (ProtectSystem=strict) can write.
+	state := unitValues(t, "StateDirectory")
+	if len(state) != 1 || !strings.HasPrefix(c.Spool.Path, "/var/lib/"+state[0]+"/") {
+		t.Errorf("packaged spool.path %q is not under the unit's StateDirectory %v (/var/lib/...)", c.Spool.Path, state)
+	}
 }
 
 // unitValues returns every value of key in the unit file.

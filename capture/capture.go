@@ -68,6 +68,15 @@ type Gate interface {
 	Gated() bool
 }
 
+// OnsetGuard reports whether the frame just read must not count as speech
+// for starting an utterance (full duplex: the echo canceller found only the
+// robot's own residual echo in it). Unlike a Gate it does not end an
+// utterance in progress. It is consulted once per frame from the Run
+// goroutine, right after the frame was read.
+type OnsetGuard interface {
+	EchoDominated() bool
+}
+
 // GateFunc adapts a function to Gate.
 type GateFunc func() bool
 

@@ -2,8 +2,10 @@ package capture
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/robot-agent/robot-agent/config/field"
+	"github.com/robot-agent/robot-agent/vad"
 )
 
 // Capture modes.
@@ -80,6 +82,16 @@ type VADConfig struct {
 	// MaxUtteranceMS forces an end (frames sent, pre-roll included); speech
 	// that goes on starts a new utterance (default 30000).
 	MaxUtteranceMS int `yaml:"max_utterance_ms"`
+	// Detector is the per-frame speech decision: "energy" (default, the
+	// level-over-floor detector above, pure Go), "webrtc" (WebRTC's GMM
+	// VAD, build tag webrtcapm) or "speex" (speexdsp's preprocessor VAD,
+	// build tag speexdsp); see package vad and docs/benchmarks.md. The
+	// pre-roll, min-speech, hangover and max-utterance logic applies to
+	// every detector; the dB fields only to energy.
+	Detector string `yaml:"detector"`
+	// DetectorMode is the webrtc aggressiveness 0..3 (default 0 when
+	// unset) or the speex start probability in percent (default 80).
+	DetectorMode int `yaml:"detector_mode"`
 }
 
 // WithDefaults returns c with zero fields replaced by defaults.
@@ -107,6 +119,9 @@ func (c Config) WithDefaults() Config {
 	setInt(&v.HangoverMS, DefaultHangoverMS)
 	setInt(&v.MinSpeechMS, DefaultMinSpeechMS)
 	setInt(&v.MaxUtteranceMS, DefaultMaxUtteranceMS)
+	if v.Detector == "" {
+		v.Detector = vad.KindEnergy
+	}
 	return c
 }
 
@@ -123,6 +138,9 @@ func (c Config) Validate() error {
 	case 10, 20, 40, 60:
 	default:
 		errs.Add("frame_ms", c.FrameMS, "want "+validFrameMSDescription, "")
+	}
+	if !slices.Contains(vad.Kinds, c.VAD.Detector) {
+		errs.Add("vad.detector", c.VAD.Detector, fmt.Sprintf("want one of %v", vad.Kinds), "")
 	}
 	if c.Mode != ModeContinuous && c.Mode != ModeVAD {
 		errs.Add("mode", c.Mode, "want continuous or vad", "")

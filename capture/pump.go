@@ -13,6 +13,7 @@ import (
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
+	"github.com/robot-agent/robot-agent/vad"
 )
 
 // slot is one frame buffer of the pre-roll ring.
@@ -36,6 +37,11 @@ type Pump struct {
 	gate     atomic.Pointer[gateRef]
 
 	frames, dropped, utterances, readErrors *metrics.Counter
+
+	// det replaces the built-in energy decision (nil: energy).
+	det vad.Detector
+	// guard is the source's OnsetGuard, if it has one (or SetOnsetGuard's).
+	guard OnsetGuard
 
 	// VAD parameters in frames / dB per frame.
 	preFrames, minSpeechFrames, hangFrames, maxFrames int
@@ -100,7 +106,15 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 		p.maxFrames = max(v.MaxUtteranceMS/cfg.FrameMS, 1)
 		p.riseStep = v.FloorRiseDBPerS * float64(cfg.FrameMS) / 1000
 		ringLen = p.preFrames + p.minSpeechFrames
+		if v.Detector != vad.KindEnergy {
+			d, err := vad.New(vad.Options{Kind: v.Detector, FrameMS: cfg.FrameMS, Mode: v.DetectorMode})
+			if err != nil {
+				return nil, fmt.Errorf("capture: vad.detector %q: %w", v.Detector, err)
+			}
+			p.det = d
+		}
 	}
+	p.guard, _ = src.(OnsetGuard)
 	frameLen := hw.MicFormat.SampleRate * cfg.FrameMS / 1000
 	backing := make([]int16, ringLen*frameLen)
 	p.ring = make([]slot, ringLen)
@@ -109,6 +123,10 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 	}
 	return p, nil
 }
+
+// SetOnsetGuard installs g (nil removes it); NewPump installs the source
+// itself when it implements OnsetGuard. Call before Run.
+func (p *Pump) SetOnsetGuard(g OnsetGuard) { p.guard = g }
 
 // Config returns the effective configuration (defaults applied).
 func (p *Pump) Config() Config { return p.cfg }
@@ -197,6 +215,10 @@ func (p *Pump) process(cur *slot) {
 }
 
 func (p *Pump) processVAD(cur *slot) {
+	if p.det != nil {
+		p.processDetector(cur)
+		return
+	}
 	db := pcm.DBFS(cur.samples)
 	gated := p.gated()
 	if !p.floorInit {
@@ -210,18 +232,7 @@ func (p *Pump) processVAD(cur *slot) {
 			p.endUtterance()
 			return
 		}
-		if db > ref+p.cfg.VAD.StopDB {
-			p.silentRun = 0
-		} else {
-			p.silentRun++
-		}
-		p.uttFrames++
-		if p.silentRun >= p.hangFrames || p.uttFrames >= p.maxFrames {
-			p.send(cur.samples, cur.ts, protocol.FlagEnd)
-			p.endUtterance()
-			return
-		}
-		p.send(cur.samples, cur.ts, protocol.FlagContinue)
+		p.inUttFrame(cur, db > ref+p.cfg.VAD.StopDB)
 		return
 	}
 
@@ -229,16 +240,69 @@ func (p *Pump) processVAD(cur *slot) {
 		p.held, p.speechRun = 0, 0
 		return
 	}
-	if db > ref+p.cfg.VAD.StartDB {
+	echo := p.echoOnly()
+	if db > ref+p.cfg.VAD.StartDB && !echo {
 		p.speechRun++
 	} else {
 		p.speechRun = 0
 	}
-	if db < p.floor {
+	if echo {
+		// The canceller's suppressor may have pushed this frame far below
+		// the room's noise: the floor must not follow it down, or the
+		// noise coming back when the robot pauses would look like speech.
+	} else if db < p.floor {
 		p.floor = db
 	} else {
 		p.floor = min(p.floor+p.riseStep, db)
 	}
+	p.idleFrame(cur)
+}
+
+// processDetector is processVAD with an external detector's decision.
+func (p *Pump) processDetector(cur *slot) {
+	gated := p.gated()
+	if p.inUtt {
+		if gated {
+			p.send(cur.samples, cur.ts, protocol.FlagEnd)
+			p.endUtterance()
+			return
+		}
+		p.inUttFrame(cur, p.det.Speech(cur.samples, true))
+		return
+	}
+	speech := p.det.Speech(cur.samples, false)
+	if gated {
+		p.held, p.speechRun = 0, 0
+		return
+	}
+	if speech && !p.echoOnly() {
+		p.speechRun++
+	} else {
+		p.speechRun = 0
+	}
+	p.idleFrame(cur)
+}
+
+func (p *Pump) echoOnly() bool { return p.guard != nil && p.guard.EchoDominated() }
+
+// inUttFrame handles a frame inside an utterance.
+func (p *Pump) inUttFrame(cur *slot, speech bool) {
+	if speech {
+		p.silentRun = 0
+	} else {
+		p.silentRun++
+	}
+	p.uttFrames++
+	if p.silentRun >= p.hangFrames || p.uttFrames >= p.maxFrames {
+		p.send(cur.samples, cur.ts, protocol.FlagEnd)
+		p.endUtterance()
+		return
+	}
+	p.send(cur.samples, cur.ts, protocol.FlagContinue)
+}
+
+// idleFrame handles a frame outside an utterance once speechRun is updated.
+func (p *Pump) idleFrame(cur *slot) {
 	if p.speechRun < p.minSpeechFrames {
 		p.head = (p.head + 1) % len(p.ring)
 		p.held = min(p.held+1, len(p.ring)-1)
@@ -296,6 +360,15 @@ func (p *Pump) send(samples []int16, ts time.Duration, flag protocol.Flag) {
 	if flag == protocol.FlagStart {
 		p.startPending = false
 	}
+}
+
+// Close releases the detector (cgo detectors hold C memory). Call after Run
+// has returned.
+func (p *Pump) Close() error {
+	if p.det != nil {
+		return p.det.Close()
+	}
+	return nil
 }
 
 // finish closes an utterance in progress with an empty FlagEnd frame.

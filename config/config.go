@@ -34,6 +34,7 @@ type Config struct {
 	Sim      Sim      `yaml:"sim"`
 	Metrics  Metrics  `yaml:"metrics"`
 	Log      Log      `yaml:"log"`
+	Spool    Spool    `yaml:"spool"`
 	// Extra holds sections owned by optional subsystems (state, skills,
 	// identity, camera) that decode them themselves.
 	Extra map[string]yaml.Node `yaml:",inline"`
@@ -134,9 +135,10 @@ func Default() Config {
 		Device:   Device{ID: host, Model: "generic"},
 		Gateway:  Gateway{TTSMode: "binary", Speed: 4},
 		Audio:    Audio{Config: capture.Config{Mode: capture.ModeVAD}.WithDefaults(), MicQueueMS: 2000},
-		Playback: Playback{PrebufferMS: 60, BufferMS: 10000, FadeMS: 4, PeriodMS: 10},
+		Playback: Playback{PrebufferMS: 60, BufferMS: 320000, FadeMS: 4, PeriodMS: 10},
 		Sim:      Sim{SpeechMS: 1500, SilenceMS: 4000, SpeakerWAV: "out/played.wav"},
 		Log:      Log{Level: "info", Format: "text"},
+		Spool:    Spool{MaxMB: 64},
 	}
 }
 
@@ -307,7 +309,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	rng("playback.prebuffer_ms", p.PrebufferMS, 0, 2000)
-	rng("playback.buffer_ms", p.BufferMS, 200, 60000)
+	rng("playback.buffer_ms", p.BufferMS, 200, 600000)
 	rng("playback.fade_ms", p.FadeMS, 0, 50)
 	rng("playback.period_ms", p.PeriodMS, 2, 100)
 	rng("sim.speech_ms", c.Sim.SpeechMS, 100, 60000)
@@ -325,5 +327,6 @@ func (c *Config) Validate() error {
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		bad("log.format", c.Log.Format, "want text or json", "")
 	}
+	c.Spool.validate(&errs)
 	return errs.Err()
 }

@@ -244,3 +244,34 @@ func FuzzDecode(f *testing.F) {
 		_ = c.Validate()
 	})
 }
+
+func TestSpoolSection(t *testing.T) {
+	for _, tc := range []struct {
+		yaml, err string
+		memory    bool
+	}{
+		{"", "", true},
+		{"spool:\n  path: memory\n", "", true},
+		{"spool:\n  path: /var/lib/robot-agent/spool\n  max_mb: 16\n", "", false},
+		{"spool:\n  path: relative/dir\n", `spool.path: "relative/dir": must be an absolute directory`, false},
+		{"spool:\n  max_mb: 0\n", "spool.max_mb: 0:", true},
+		{"spool:\n  pathh: /x\n", "pathh", true},
+	} {
+		c := Default()
+		err := Decode(strings.NewReader(tc.yaml), &c)
+		if err == nil {
+			err = c.Validate()
+		}
+		if tc.err == "" && err != nil {
+			t.Errorf("%q: %v", tc.yaml, err)
+			continue
+		}
+		if tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%q: error %v, want one naming %s", tc.yaml, err, tc.err)
+			continue
+		}
+		if err == nil && c.Spool.Memory() != tc.memory {
+			t.Errorf("%q: memory %v", tc.yaml, c.Spool.Memory())
+		}
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -63,6 +64,10 @@ type Config struct {
 	Keepalive protocol.Keepalive
 	// NoEcho disables answering utterances with TTS.
 	NoEcho bool
+	// NoPacing streams TTS without following the robot's advertised
+	// buffer (docs/protocol.md §7.7): a non-compliant gateway, for tests
+	// of the robot's overflow handling.
+	NoPacing bool
 	// NoBargeIn disables interrupting a reply when the robot speaks.
 	NoBargeIn bool
 	// Decision answers every robot function_call (delegate, override or
@@ -327,6 +332,7 @@ type Session struct {
 	vad *serverVAD // nil unless Config.ServerVAD
 
 	codec sessionCodec // negotiated audio and Opus state (codec.go)
+	pace  *pacer       // downlink pacing to the robot's playback buffer (pacing.go)
 
 	mu        sync.Mutex
 	conn      *websocket.Conn
@@ -380,7 +386,7 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 	}
 	ss := &Session{
 		ID:       fmt.Sprintf("gw-%d", s.nextID.Add(1)),
-		DeviceID: dev, Hello: hello, srv: s,
+		DeviceID: dev, Hello: hello, srv: s, pace: newPacer(hello.PlaybackBufferMS, !s.cfg.NoPacing && slices.Contains(hello.Capabilities, protocol.CapPlaybackProgress)),
 		out:  make(chan outMsg, 4096),
 		done: make(chan struct{}),
 		utt:  make(map[uint32][]int16),
@@ -482,7 +488,7 @@ func (ss *Session) Send(m protocol.Message) error {
 	}
 	if env.EventID == "" {
 		switch m.(type) {
-		case *protocol.Skill, *protocol.Arbiter, *protocol.Interrupt, *protocol.KeyframeRequest:
+		case *protocol.Skill, *protocol.Arbiter, *protocol.Interrupt, *protocol.KeyframeRequest, *protocol.GoAway:
 			ss.mu.Lock()
 			ss.evSeq++
 			env.EventID = fmt.Sprintf("%s-ev-%d", ss.ID, ss.evSeq)
@@ -613,6 +619,10 @@ func (ss *Session) onControl(m protocol.Message) {
 		s.log.Info("gateway: skill_result", "session", ss.ID, "ref", v.Ref, "ok", v.OK, "error", v.Error)
 	case *protocol.PlaybackProgress:
 		s.log.Debug("gateway: playback_progress", "session", ss.ID, "response", v.ResponseID, "samples", v.SamplesPlayed, "done", v.Done, "interrupted", v.Interrupted)
+		ss.pace.progress(v)
+		if v.LostSamples > 0 {
+			s.log.Warn("gateway: robot dropped TTS audio (buffer overflow)", "session", ss.ID, "response", v.ResponseID, "lost_samples", v.LostSamples)
+		}
 		if v.Done || v.Interrupted {
 			ss.mu.Lock()
 			if ss.active == v.ResponseID {
@@ -823,6 +833,9 @@ func (ss *Session) streamTTS(ctx context.Context, id uint32, pcm []int16) {
 	for off := 0; off < len(pcm); off += chunk {
 		end := min(off+chunk, len(pcm))
 		last := end == len(pcm)
+		if !ss.pace.acquire(ctx, id, int64(end-off)) {
+			return
+		}
 		if !ss.sendTTSChunk(id, pcm[off:end], last) {
 			return
 		}

@@ -24,8 +24,15 @@ var rank = map[string]int{
 	"clock": 0, "metrics": 0, "protocol": 0, "config/field": 0,
 	"codec/pcm": 0, "codec/resample": 0, "codec/jpeg": 0,
 	"doctor": 0, "build": 0, "layering": 0,
+	"jitter": 0, "timestretch": 0, // playout DSP cores (issue 11)
+	"internal/faultproxy": 0,
 	// Shared types and the device seams.
-	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1,
+	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1, "vad": 1,
+	// Signal processing on the seams.
+	"room": 2,
+	"aec":  3,
+	// The control-event spool and the log rate limiter (issue 13).
+	"spool": 1, "logthrottle": 1,
 	"hw": 2, "codec/h264": 2, "codec/opus": 2, "codec/quality": 2,
 	// Drivers (implementations of the seams) and pipeline stages. They do
 	// not import one another: hw/sim does not import hw/portaudio,
@@ -34,9 +41,14 @@ var rank = map[string]int{
 	"capture": 3, "playback": 3, "state": 3, "identity": 3, "skills": 3,
 	// Stages built on those.
 	"config": 4, "uplink": 4, "video": 4, "video/videotest": 4,
-	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4,
+	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4, "duplex": 4,
+	"jittertrace": 4, // replays traces through playback (robot-agent jitter-replay)
 	// Wiring and development tools.
-	"state/modules": 5, "gateway": 5, "conformance": 5, "hw/portaudio/handoffbench": 5,
+	"state/modules": 5, "gateway": 5, "conformance": 5,
+	// Benchmark-only packages.
+	"hw/portaudio/handoffbench": 4,
+	// Fault-injection scenarios (tests only; they drive everything).
+	"internal/chaos": 6,
 	// The command: the one place that wires everything.
 	"cmd/robot-agent": 9,
 }
@@ -49,7 +61,7 @@ var forbidden = []struct {
 	why  string
 }{
 	{[]string{"hw"}, []string{"periph.io/x/host/"}, "hw is a pure seam package; periph's host drivers belong in hw/host"},
-	{[]string{"protocol", "codec/...", "capture", "playback", "uplink", "config/...", "device", "clock", "metrics"},
+	{[]string{"protocol", "codec/...", "capture", "playback", "jitter", "timestretch", "uplink", "config/...", "device", "clock", "metrics"},
 		[]string{"periph.io/x/host/", "github.com/pion/", "github.com/gordonklaus/portaudio", "github.com/blackjack/webcam"},
 		"the protocol, codecs and the audio fast lane must not depend on device drivers"},
 	{[]string{"identity", "skills"}, []string{module + "/state"}, "identity and skills share types through package device, not state"},

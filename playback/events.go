@@ -37,6 +37,12 @@ type Event struct {
 	// SamplesPlayed is how many of the response's samples were handed to
 	// the device, including samples played under a fade-out.
 	SamplesPlayed int64
+	// SamplesLost is how many of the response's samples were dropped
+	// because the buffer cap was reached (overflow). The player drops the
+	// rest of a response once it overflows, so SamplesPlayed is then a
+	// prefix of what the gateway sent; a response with SamplesLost > 0 was
+	// not played whole even when Kind is EventDone.
+	SamplesLost int64
 	// At is the clock.Mono() time of the Fill call that ended the response.
 	At time.Duration
 }

@@ -10,6 +10,18 @@
 // (barge-in), reports per-response progress and completion events, and
 // measures push-to-device latency.
 //
+// Two policies: PolicyAdaptive (default; adaptive.go) keeps the buffer near
+// a target delay estimated from arrival jitter (package jitter) and moves
+// towards it by pitch-preserving time-stretching (package timestretch);
+// PolicyStall is the original stall-and-rebuffer player.
+//
+// Storage: the ring's slot headers cover the whole cap (Config.Slots,
+// ≈ 327 s by default) but sample storage is allocated in chunks of
+// ChunkSlots as the buffer deepens and reused after, so memory follows the
+// deepest the buffer has been. When the cap is reached the rest of that
+// response is dropped (ErrFull; Event.SamplesLost), so what plays is a
+// prefix of the response.
+//
 // # Concurrency
 //
 // A Player has three kinds of callers:
@@ -49,7 +61,12 @@
 // Guarantee: every Fill that starts after Interrupt returns hands the device
 // no sample of an interrupted response except a fade-out of at most FadeMS
 // (fadeLen-1 samples) taken from the slot that was playing, multiplied by a
-// linear ramp down to zero. A Fill already running when Interrupt is called
+// linear ramp down to zero. When Run's sink implements hw.Flusher (found
+// through Unwrap() hw.AudioSink wrappers), Interrupt also flushes the
+// device: the device fades what it is playing within 4 ms and the player's
+// next Fill goes straight to silence (no second fade after the device went
+// quiet), so the first silent sample comes within the device fade instead
+// of after the period being played. A Fill already running when Interrupt is called
 // may still finish copying the slot it is in (at most SlotSamples) before
 // it notices and fades.
 //
@@ -87,7 +104,9 @@ import (
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/jitter"
 	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/timestretch"
 )
 
 // Limits and defaults.
@@ -99,11 +118,45 @@ const (
 	maxFadeMS      = 50
 	maxPeriod      = sampleRate // 1 s
 
-	DefaultSlotSamples  = 480 // 20 ms
-	DefaultSlots        = 256 // ≈ 5 s of 20 ms slots
+	DefaultSlotSamples  = 480   // 20 ms
+	DefaultSlots        = 16384 // ≈ 327 s of 20 ms slots: a 5-minute reply fits whole
+	DefaultChunkSlots   = 64    // storage grows by 64 slots (1.28 s, 61 KiB) at a time
+	DefaultPreallocMS   = 10000 // storage allocated by New
 	DefaultPrebufferMS  = 60
 	DefaultFadeMS       = 4
 	DefaultPeriodFrames = 240 // 10 ms
+	DefaultMinDelayMS   = 20
+	DefaultMaxDelayMS   = 2000
+	DefaultStretchPct   = 5
+	DefaultCatchUpPct   = 40
+)
+
+// Policy is how the player reacts to jitter.
+type Policy uint8
+
+func (p Policy) String() string {
+	switch p {
+	case PolicyAdaptive:
+		return "adaptive"
+	case PolicyStall:
+		return "stall"
+	}
+	return fmt.Sprintf("Policy(%d)", uint8(p))
+}
+
+// Policies.
+const (
+	// PolicyAdaptive (default) keeps the buffer near a target delay
+	// estimated from arrival jitter (package jitter), converging to it by
+	// pitch-preserving time-stretching (package timestretch); an underrun
+	// is concealed with a fade and playback resumes as soon as the target
+	// (at most PrebufferMS) is buffered again, the extra delay being
+	// removed afterwards by accelerating.
+	PolicyAdaptive Policy = iota
+	// PolicyStall is the original stall-and-rebuffer player: it waits for
+	// PrebufferMS at the start and after every underrun and never
+	// stretches, so every underrun adds delay for the rest of the response.
+	PolicyStall
 )
 
 // Errors.
@@ -139,6 +192,27 @@ type Config struct {
 	// PeriodFrames is how many frames Run writes per sink.Write when the
 	// sink does not implement hw.Periodic (default 240 = 10 ms).
 	PeriodFrames int
+
+	// Policy selects adaptive playout (default) or stall-and-rebuffer.
+	Policy Policy
+	// ChunkSlots is how many slots of storage the ring allocates at a time
+	// when it grows (power of two, default 64); PreallocMS how much audio
+	// storage New allocates (default 10 s). The ring never holds more than
+	// Slots*SlotSamples samples (the cap).
+	ChunkSlots int
+	PreallocMS int
+	// MinDelayMS and MaxDelayMS bound the adaptive target delay (defaults
+	// 20 and 2000 ms).
+	MinDelayMS, MaxDelayMS int
+	// StretchPct is the most the adaptive player speeds up or slows down
+	// playback, in percent of real time (default 5; negative: never
+	// stretch, the adaptive start/resume and concealment stay).
+	StretchPct int
+	// CatchUpPct is the speed-up used while the buffer is more than 40 ms
+	// above target (after an underrun or a burst), default 40.
+	CatchUpPct int
+	// Jitter tunes the delay estimator (zero fields: jitter defaults).
+	Jitter jitter.Config
 }
 
 // withDefaults returns c with zero fields replaced by defaults.
@@ -157,6 +231,24 @@ func (c Config) withDefaults() Config {
 	}
 	if c.PeriodFrames == 0 {
 		c.PeriodFrames = DefaultPeriodFrames
+	}
+	if c.ChunkSlots == 0 {
+		c.ChunkSlots = min(DefaultChunkSlots, c.Slots)
+	}
+	if c.PreallocMS == 0 {
+		c.PreallocMS = DefaultPreallocMS
+	}
+	if c.MinDelayMS == 0 {
+		c.MinDelayMS = DefaultMinDelayMS
+	}
+	if c.MaxDelayMS == 0 {
+		c.MaxDelayMS = DefaultMaxDelayMS
+	}
+	if c.StretchPct == 0 {
+		c.StretchPct = DefaultStretchPct
+	}
+	if c.CatchUpPct == 0 {
+		c.CatchUpPct = DefaultCatchUpPct
 	}
 	return c
 }
@@ -182,6 +274,21 @@ func (c Config) Validate() error {
 		return bad("FadeMS=%d out of range [0, %d]", c.FadeMS, maxFadeMS)
 	case c.PeriodFrames < 1 || c.PeriodFrames > maxPeriod:
 		return bad("PeriodFrames=%d out of range [1, %d]", c.PeriodFrames, maxPeriod)
+	case c.Policy > PolicyStall:
+		return bad("Policy=%d unknown", c.Policy)
+	case c.ChunkSlots < 1 || c.ChunkSlots > c.Slots || c.ChunkSlots&(c.ChunkSlots-1) != 0:
+		return bad("ChunkSlots=%d must be a power of two in [1, Slots=%d]", c.ChunkSlots, c.Slots)
+	case c.PreallocMS < 0:
+		return bad("PreallocMS=%d is negative", c.PreallocMS)
+	case c.MinDelayMS < 0 || c.MaxDelayMS < c.MinDelayMS || c.MaxDelayMS > 60000:
+		return bad("MinDelayMS=%d MaxDelayMS=%d must satisfy 0 <= MinDelayMS <= MaxDelayMS <= 60000", c.MinDelayMS, c.MaxDelayMS)
+	case c.CatchUpPct < 1 || c.CatchUpPct > 50:
+		return bad("CatchUpPct=%d out of range [1, 50]", c.CatchUpPct)
+	case c.StretchPct > 25:
+		return bad("StretchPct=%d out of range [1, 25] (negative disables stretching)", c.StretchPct)
+	}
+	if err := c.Jitter.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	return nil
 }
@@ -221,8 +328,30 @@ type Player struct {
 	events  eventQueue
 	latency latencyRecorder
 
+	// device flush on interrupt (Run with an hw.Flusher sink)
+	fl         atomic.Pointer[hw.Flusher]
+	flushedGen atomic.Uint32 // generation whose interrupt the device already faded
+
 	// producer-private
 	overflowing bool
+	dm          *jitter.Manager
+	pKey        uint64 // response the producer is pushing
+	pPos        int64  // samples of pKey pushed so far
+	truncated   uint64 // last response that overflowed (rest dropped)
+
+	// producer-written, any goroutine reads
+	lostKey        atomic.Uint64 // response that lost samples to overflow
+	lostN          atomic.Int64  // samples lost by lostKey
+	lostTotal      atomic.Int64  // samples lost, ever
+	peak           atomic.Int64  // deepest the buffer has been, samples
+	chunkEMA       atomic.Int64  // typical pushed chunk, samples
+	stretchedTotal atomic.Int64
+	playedTotal    atomic.Int64
+	sourceTotal    atomic.Int64
+	concealedTotal atomic.Int64
+	underrunTotal  atomic.Int64
+
+	ad adaptive // consumer-private adaptive state
 
 	// consumer-private
 	seenGen   uint32
@@ -239,13 +368,15 @@ type Player struct {
 	fadeSrc   *Slot // slot supplying real samples to an interrupt fade
 	lastRaw   int16 // last source sample (held by fades)
 	now       time.Duration
+	fillSrc   int64 // time-stretch credits applied this Fill (source samples)
 	fillPlay  int64 // per-Fill counters, flushed to metrics once per Fill
 	fillConc  int64
 	fillTaken int64
 
 	m struct {
 		underruns, concealed, flushes, stale, overflow, played, bad, eventsDropped *metrics.Counter
-		depth                                                                      *metrics.Gauge
+		accelerated, decelerated, truncated                                        *metrics.Counter
+		depth, peak, target                                                        *metrics.Gauge
 	}
 }
 
@@ -265,7 +396,15 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (
 		log = slog.New(slog.DiscardHandler)
 	}
 	cfg = cfg.withDefaults()
-	ring, err := NewRing(cfg.Slots, cfg.SlotSamples)
+	ring, err := NewGrowableRing(cfg.Slots, cfg.SlotSamples, cfg.ChunkSlots, cfg.PreallocMS*samplesPerMS/cfg.SlotSamples)
+	if err != nil {
+		return nil, err
+	}
+	dm, err := jitter.New(cfg.Jitter)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+	}
+	st, err := timestretch.New(timestretch.Config{SampleRate: sampleRate})
 	if err != nil {
 		return nil, err
 	}
@@ -276,7 +415,9 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (
 		ring:      ring,
 		prebuffer: int64(cfg.PrebufferMS * samplesPerMS),
 		fadeLen:   int32(max(1, cfg.FadeMS*samplesPerMS)),
+		dm:        dm,
 	}
+	p.ad.init(cfg, st)
 	p.m.underruns = reg.Counter("robot_agent_playback_underruns_total", "Playback underruns in the middle of a response.")
 	p.m.concealed = reg.Counter("robot_agent_playback_concealed_samples_total", "Samples of fade and silence output in place of missing audio during underruns.")
 	p.m.flushes = reg.Counter("robot_agent_playback_flushes_total", "Interrupts (barge-ins) that flushed buffered audio.")
@@ -286,6 +427,11 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (
 	p.m.bad = reg.Counter("robot_agent_playback_bad_chunks_total", "TTS chunks rejected as malformed (response id 0, odd byte length).")
 	p.m.eventsDropped = reg.Counter("robot_agent_playback_events_dropped_total", "Playback completion events dropped because DrainEvents fell behind.")
 	p.m.depth = reg.Gauge("robot_agent_playback_depth_samples", "TTS samples buffered and not yet played.")
+	p.m.peak = reg.Gauge("robot_agent_playback_peak_depth_samples", "Deepest the TTS buffer has been, in samples.")
+	p.m.target = reg.Gauge("robot_agent_playback_target_delay_samples", "Adaptive playout target delay, in samples.")
+	p.m.accelerated = reg.Counter("robot_agent_playback_accelerated_samples_total", "Samples removed by pitch-preserving time compression.")
+	p.m.decelerated = reg.Counter("robot_agent_playback_decelerated_samples_total", "Samples inserted by pitch-preserving time expansion.")
+	p.m.truncated = reg.Counter("robot_agent_playback_truncated_responses_total", "Responses cut short because the buffer cap was reached (overflow).")
 	p.gain = p.fadeLen
 	log.Debug("playback: player ready", "slot_samples", cfg.SlotSamples, "slots", cfg.Slots,
 		"prebuffer_ms", cfg.PrebufferMS, "fade_ms", cfg.FadeMS)
@@ -338,14 +484,33 @@ func (p *Player) PushPCM(responseID uint32, pcmLE []byte) error {
 	}
 	now := p.clk.Mono()
 	total := len(pcmLE) / 2
+	if key != p.pKey {
+		p.pKey, p.pPos = key, 0
+		p.dm.Reset()
+	}
+	if key == p.truncated {
+		// The response already overflowed: the rest of it is dropped too,
+		// so what plays is a prefix and samples_played stays meaningful.
+		p.lose(key, int64(total))
+		return ErrFull
+	}
+	p.dm.Arrive(now, p.pPos)
+	p.pPos += int64(total)
+	if c := p.chunkEMA.Load(); c == 0 {
+		p.chunkEMA.Store(int64(total))
+	} else {
+		p.chunkEMA.Store(c + (int64(total)-c)/8)
+	}
 	for done := 0; done < total; {
 		s := p.ring.Reserve()
 		if s == nil {
-			p.m.overflow.Add(int64(total - done))
+			p.truncated = key
+			p.m.truncated.Inc()
+			p.lose(key, int64(total-done))
 			if !p.overflowing {
 				p.overflowing = true
-				p.log.Warn("playback: buffer full, dropping TTS audio", "response_id", responseID,
-					"dropped_samples", total-done)
+				p.log.Warn("playback: buffer full, dropping the rest of the response", "response_id", responseID,
+					"dropped_samples", total-done, "cap_samples", p.ring.Cap()*p.ring.SlotSamples())
 			}
 			return ErrFull
 		}
@@ -353,12 +518,68 @@ func (p *Player) PushPCM(responseID uint32, pcmLE []byte) error {
 		pcm.BytesToInt16(s.buf[:n], pcmLE[2*done:2*(done+n)])
 		s.N, s.Resp, s.Gen, s.Pushed = n, key, gen, now
 		p.ring.Commit()
-		p.depth.Add(int64(n))
+		d := p.depth.Add(int64(n))
 		p.m.depth.Add(int64(n))
+		if d > p.peak.Load() {
+			p.peak.Store(d)
+			p.m.peak.Set(d)
+		}
 		done += n
 	}
 	p.overflowing = false
 	return nil
+}
+
+// lose counts n samples of response key dropped by overflow. Producer only.
+func (p *Player) lose(key uint64, n int64) {
+	p.m.overflow.Add(n)
+	p.lostTotal.Add(n)
+	if p.lostKey.Load() != key {
+		p.lostN.Store(0)
+		p.lostKey.Store(key)
+	}
+	p.lostN.Add(n)
+}
+
+// PeakDepth returns the deepest the buffer has been since New, in samples.
+// Any goroutine.
+func (p *Player) PeakDepth() int64 { return p.peak.Load() }
+
+// LostSamples returns how many samples were dropped because the buffer cap
+// was reached (overflow), since New. Any goroutine.
+func (p *Player) LostSamples() int64 { return p.lostTotal.Load() }
+
+// CapacitySamples is the buffer cap: the most audio the player holds when
+// every slot is full (chunks that are whole multiples of SlotSamples).
+func (p *Player) CapacitySamples() int { return p.ring.Cap() * p.ring.SlotSamples() }
+
+// GuaranteedSamples is how much audio the player holds whatever the chunk
+// sizes, as long as chunks are at least SlotSamples/2 long (10 ms by
+// default): a chunk of n samples takes ceil(n/SlotSamples) slots, so at
+// worst half of each slot is used. This is what the robot advertises to
+// the gateway for pacing (docs/protocol.md §7.7).
+func (p *Player) GuaranteedSamples() int { return p.CapacitySamples() / 2 }
+
+// Stats are cumulative playout counters (for replay tools and summaries).
+type Stats struct {
+	// Played counts samples handed to the device (not concealment);
+	// Source the source samples they stand for (time-stretching removes
+	// or inserts some); Concealed the fade and silence samples output in
+	// underruns; Stretched the samples removed or inserted; Lost the
+	// samples dropped by overflow; Peak the deepest buffer.
+	Played, Source, Concealed, Stretched, Lost, Peak int64
+	Underruns                                        int64
+	AllocatedSamples                                 int64 // ring storage in samples
+}
+
+// Stats returns the cumulative counters. Any goroutine.
+func (p *Player) Stats() Stats {
+	return Stats{
+		Played: p.playedTotal.Load(), Source: p.sourceTotal.Load(), Concealed: p.concealedTotal.Load(),
+		Stretched: p.stretchedTotal.Load(), Lost: p.lostTotal.Load(), Peak: p.peak.Load(),
+		Underruns:        p.underrunTotal.Load(),
+		AllocatedSamples: int64(p.ring.AllocatedSlots() * p.ring.SlotSamples()),
+	}
 }
 
 // EndResponse records that the last chunk of responseID has been pushed:
@@ -384,7 +605,7 @@ func (p *Player) ResetSession() {
 	base := s << 32
 	p.maxSeen.Store(base)
 	p.raiseCutoff(base - 1) // every key of earlier sessions
-	p.gen.Add(1)
+	p.flushDevice(p.gen.Add(1))
 	p.m.flushes.Inc()
 }
 
@@ -412,8 +633,38 @@ func (p *Player) Interrupt(responseID uint32) uint32 {
 	}
 	// Always bump, even if another Interrupt raised the cutoff first: this
 	// call must not return before the consumer can see a new generation.
-	p.gen.Add(1)
+	p.flushDevice(p.gen.Add(1))
 	return uint32(key)
+}
+
+// flushDevice discards what the device has queued (hw.Flusher, when Run's
+// sink has it; the device fades it out within 4 ms) and then records that
+// generation g's fade was done by the device, so that the consumer goes
+// straight to silence instead of fading the interrupted audio again after
+// the device went quiet. If the consumer handles g before this record (the
+// device finished its block just then) it fades as usual and the device's
+// fade only lowers that further.
+func (p *Player) flushDevice(g uint32) {
+	if f := p.fl.Load(); f != nil {
+		(*f).Flush()
+		p.flushedGen.Store(g)
+	}
+}
+
+// findFlusher returns the hw.Flusher behind sink, looking through wrappers
+// that have an Unwrap() hw.AudioSink method.
+func findFlusher(sink hw.AudioSink) hw.Flusher {
+	for range 8 {
+		if f, ok := sink.(hw.Flusher); ok {
+			return f
+		}
+		u, ok := sink.(interface{ Unwrap() hw.AudioSink })
+		if !ok {
+			return nil
+		}
+		sink = u.Unwrap()
+	}
+	return nil
 }
 
 // raiseCutoff sets cutoff = max(cutoff, key); it reports whether it changed.
@@ -475,6 +726,10 @@ func (p *Player) Run(ctx context.Context, sink hw.AudioSink) error {
 	}
 	buf := make([]int16, period)
 	done := ctx.Done()
+	if f := findFlusher(sink); f != nil {
+		p.fl.Store(&f)
+		defer p.fl.Store(nil)
+	}
 	p.log.Info("playback: running", "sink", sink.Format().String(), "period_frames", period)
 	for {
 		select {
@@ -497,7 +752,17 @@ func (p *Player) Fill(dst []int16) {
 		return
 	}
 	p.now = p.clk.Mono()
-	p.fillPlay, p.fillConc, p.fillTaken = 0, 0, 0
+	p.fillPlay, p.fillConc, p.fillTaken, p.fillSrc = 0, 0, 0, 0
+	if p.cfg.Policy == PolicyAdaptive {
+		p.fillAdaptive(dst)
+	} else {
+		p.fillStall(dst)
+	}
+	p.flushFill()
+}
+
+// fillStall is Fill for PolicyStall (and the shared state machine).
+func (p *Player) fillStall(dst []int16) {
 	for i := 0; i < len(dst); {
 		if g := p.gen.Load(); g != p.seenGen {
 			p.onInterrupt(g)
@@ -543,6 +808,7 @@ func (p *Player) Fill(dst []int16) {
 				p.finish(EventDone)
 			case s == nil:
 				p.m.underruns.Inc()
+				p.underrunTotal.Add(1)
 				p.underrun = true
 				p.state = stPrebuffer
 			case s.Resp != p.cur:
@@ -552,15 +818,24 @@ func (p *Player) Fill(dst []int16) {
 			}
 		}
 	}
+}
+
+// flushFill publishes the per-Fill counters.
+func (p *Player) flushFill() {
 	if p.fillTaken != 0 {
 		p.depth.Add(-p.fillTaken)
 		p.m.depth.Add(-p.fillTaken)
 	}
 	if p.fillPlay != 0 {
 		p.m.played.Add(p.fillPlay)
+		p.playedTotal.Add(p.fillPlay)
+	}
+	if p.fillPlay+p.fillSrc != 0 {
+		p.sourceTotal.Add(p.fillPlay + p.fillSrc)
 	}
 	if p.fillConc != 0 {
 		p.m.concealed.Add(p.fillConc)
+		p.concealedTotal.Add(p.fillConc)
 	}
 	p.prog.Store(uint64(uint32(p.cur))<<32 | uint64(uint32(min(p.played, 1<<32-1))))
 }
@@ -573,14 +848,27 @@ func (p *Player) onInterrupt(g uint32) {
 		return
 	}
 	played := p.played
+	adaptive := p.cfg.Policy == PolicyAdaptive
+	if p.flushedGen.Load() == g && p.gain > 0 {
+		// The device already faded this audio out (hw.Flusher): silence.
+		p.gain, p.rampUp = 0, false
+	}
 	if p.state == stPlaying && p.gain > 1 {
 		p.fading, p.rampUp = true, false
-		if s := p.ring.Front(); s != nil && s.Resp == p.cur && p.off < s.N {
+		if adaptive {
+			if n := p.ad.len(); n > 0 {
+				p.ad.fromStage = true
+				played += int64(min(int(p.gain)-1, n))
+			}
+		} else if s := p.ring.Front(); s != nil && s.Resp == p.cur && p.off < s.N {
 			p.fadeSrc = s
 			// The fade emits gain-1 samples; that many real ones if the
 			// slot has them. Count them now so the event is exact.
 			played += int64(min(int(p.gain)-1, s.N-p.off))
 		}
+	}
+	if adaptive && !p.ad.fromStage {
+		p.ad.clear()
 	}
 	p.emit(EventInterrupted, p.cur, played)
 	p.cur, p.played, p.state, p.underrun = 0, 0, stIdle, false
@@ -701,7 +989,12 @@ func (p *Player) fadeOut(dst []int16) int {
 			break
 		}
 		v := p.lastRaw
-		if s := p.fadeSrc; s != nil && p.off < s.N {
+		if a := &p.ad; a.fromStage && a.rd < a.wr {
+			v = a.buf[a.rd]
+			a.rd++
+			p.fillPlay++
+			p.lastRaw = v
+		} else if s := p.fadeSrc; s != nil && p.off < s.N {
 			if p.off == 0 {
 				p.latency.record(p.now - s.Pushed)
 			}
@@ -719,6 +1012,9 @@ func (p *Player) fadeOut(dst []int16) int {
 	}
 	if p.gain == 0 {
 		p.fading, p.fadeSrc = false, nil
+		if p.ad.fromStage {
+			p.ad.clear()
+		}
 	}
 	return n
 }
@@ -726,7 +1022,11 @@ func (p *Player) fadeOut(dst []int16) int {
 // emit queues a completion event, counting it if the queue is full.
 func (p *Player) emit(kind EventKind, key uint64, played int64) {
 	p.reported = max(p.reported, key)
-	if !p.events.push(Event{Kind: kind, ResponseID: uint32(key), SamplesPlayed: played, At: p.now}) {
+	e := Event{Kind: kind, ResponseID: uint32(key), SamplesPlayed: played, At: p.now}
+	if p.lostKey.Load() == key {
+		e.SamplesLost = p.lostN.Load()
+	}
+	if !p.events.push(e) {
 		p.m.eventsDropped.Inc()
 	}
 }

@@ -133,7 +133,8 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	p, _, _ := newTestPlayer(t, Config{})
-	want := Config{SlotSamples: 480, Slots: 256, PrebufferMS: 60, FadeMS: 4, PeriodFrames: 240}
+	want := Config{SlotSamples: 480, Slots: 16384, PrebufferMS: 60, FadeMS: 4, PeriodFrames: 240,
+		ChunkSlots: 64, PreallocMS: 10000, MinDelayMS: 20, MaxDelayMS: 2000, StretchPct: 5, CatchUpPct: 40}
 	if p.Config() != want {
 		t.Errorf("defaults = %+v, want %+v", p.Config(), want)
 	}
@@ -219,7 +220,7 @@ func TestPlayExactlyThenDone(t *testing.T) {
 
 func TestPrebuffer(t *testing.T) {
 	t.Run("waits for PrebufferMS", func(t *testing.T) {
-		p, _, _ := newTestPlayer(t, Config{})
+		p, _, _ := newTestPlayer(t, Config{Policy: PolicyStall})
 		mustPush(t, p, 1, constant(960, 1000)) // 40 ms < 60 ms
 		if out := fill(p, 240); !allZero(out) {
 			t.Fatal("played before the prebuffer filled")
@@ -274,7 +275,9 @@ func TestUnderrunConcealment(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, _, reg := newTestPlayer(t, Config{})
+			// Stall policy: it resumes only at PrebufferMS (the adaptive
+			// resume is tested in adaptive_test.go).
+			p, _, reg := newTestPlayer(t, Config{Policy: PolicyStall})
 			mustPush(t, p, 1, tt.a)
 			var out []int16
 			for range 6 {
@@ -322,7 +325,7 @@ func TestUnderrunConcealment(t *testing.T) {
 			if reg.Value("robot_agent_playback_underruns_total") != 1 {
 				t.Error("the end of an ended response counted as underrun")
 			}
-			if ev := drain(p); len(ev) != 1 || ev[0] != (Event{EventDone, 1, 2880, 0}) {
+			if ev := drain(p); len(ev) != 1 || ev[0] != (Event{Kind: EventDone, ResponseID: 1, SamplesPlayed: 2880}) {
 				t.Errorf("events = %+v", ev)
 			}
 		})
@@ -403,7 +406,7 @@ func TestInterruptScope(t *testing.T) {
 			t.Fatal("interrupted audio played")
 		}
 		ev := drain(p)
-		if len(ev) != 2 || ev[0] != (Event{EventInterrupted, 1, 0, 0}) || ev[1] != (Event{EventInterrupted, 2, 0, 0}) {
+		if len(ev) != 2 || ev[0] != (Event{Kind: EventInterrupted, ResponseID: 1}) || ev[1] != (Event{Kind: EventInterrupted, ResponseID: 2}) {
 			t.Fatalf("events = %+v", ev)
 		}
 		if err := p.PushPCM(2, le(constant(2, 2))); !errors.Is(err, ErrStale) {
@@ -486,8 +489,25 @@ func TestOverflow(t *testing.T) {
 		t.Errorf("Depth = %d, gauge %d", p.Depth(), reg.Value("robot_agent_playback_depth_samples"))
 	}
 	fill(p, 480)
-	if err := p.PushPCM(1, le(constant(480, 1))); err != nil {
-		t.Errorf("push after room freed: %v", err)
+	// The rest of an overflowed response is dropped too, so what plays is
+	// a prefix of it and samples_played stays meaningful.
+	if err := p.PushPCM(1, le(constant(480, 1))); !errors.Is(err, ErrFull) {
+		t.Errorf("push of the overflowed response after room freed = %v, want ErrFull", err)
+	}
+	if got := p.LostSamples(); got != 960 {
+		t.Errorf("LostSamples = %d, want 960", got)
+	}
+	p.EndResponse(1)
+	if err := p.PushPCM(2, le(constant(480, 2))); err != nil {
+		t.Errorf("push of a new response after room freed: %v", err)
+	}
+	fill(p, 4*480)
+	ev := drain(p)
+	if len(ev) == 0 || ev[0].ResponseID != 1 || ev[0].SamplesLost != 960 || ev[0].SamplesPlayed != 4*480 {
+		t.Errorf("events = %+v, want response 1 with 960 lost, %d played", ev, 4*480)
+	}
+	if st := p.Stats(); st.Peak != 4*480 || st.Lost != 960 {
+		t.Errorf("Stats = %+v", st)
 	}
 }
 
@@ -522,7 +542,7 @@ func TestEventQueueOverflowCounted(t *testing.T) {
 }
 
 func TestLatencies(t *testing.T) {
-	p, clk, _ := newTestPlayer(t, Config{PrebufferMS: 1})
+	p, clk, _ := newTestPlayer(t, Config{PrebufferMS: 1, Policy: PolicyStall})
 	if _, _, n := p.Latencies(); n != 0 {
 		t.Fatalf("n = %d before any audio", n)
 	}

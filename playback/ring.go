@@ -36,7 +36,8 @@ func (s *Slot) Buf() []int16 { return s.buf }
 func (s *Slot) Samples() []int16 { return s.buf[:s.N] }
 
 // Ring is a single-producer single-consumer queue of fixed-size audio slots.
-// It never allocates after NewRing and never blocks: Reserve reports a full
+// It never blocks, and never allocates after NewRing (after warm-up for a
+// NewGrowableRing): Reserve reports a full
 // ring by returning nil, Front an empty one by returning nil.
 //
 // # Concurrency
@@ -64,6 +65,8 @@ type Ring struct {
 	slots       []Slot
 	mask        uint64
 	slotSamples int
+	chunkSlots  int
+	allocated   atomic.Int64 // slots with storage (ever allocated)
 
 	_    cacheLinePad
 	tail atomic.Uint64 // next slot to publish; stored by the producer only
@@ -74,6 +77,9 @@ type Ring struct {
 	// producer-private
 	ptail      uint64
 	cachedHead uint64
+	reclaim    uint64    // counter of the oldest chunk that may still hold storage
+	free       [][]int16 // storage of chunks the consumer is done with
+	chunks     [][]int16 // storage of each chunk, nil if none
 	_          cacheLinePad
 
 	// consumer-private
@@ -85,23 +91,85 @@ type Ring struct {
 // NewRing returns a ring of slots slots (a power of two, at least 2) of
 // slotSamples samples each. All storage is allocated here, in one block.
 func NewRing(slots, slotSamples int) (*Ring, error) {
-	if slots < 2 || slots > 1<<20 || slots&(slots-1) != 0 {
-		return nil, fmt.Errorf("playback: ring slots=%d must be a power of two in [2, %d]", slots, 1<<20)
+	return NewGrowableRing(slots, slotSamples, slots, slots)
+}
+
+// NewGrowableRing returns a ring of slots slots (a power of two, at least
+// 2) of slotSamples samples each whose sample storage is allocated on
+// demand in chunks of chunkSlots slots (a power of two dividing slots) by
+// the producer, the first time Reserve reaches a slot of a chunk that has
+// none; the first prealloc slots (rounded up to whole chunks) get theirs
+// here. Chunks are kept once allocated, so after warm-up (the deepest the
+// buffer has been) Reserve never allocates. Only the slot headers (about
+// 64 bytes each) are allocated for the whole capacity up front.
+func NewGrowableRing(slots, slotSamples, chunkSlots, prealloc int) (*Ring, error) {
+	if slots < 2 || slots > maxRingSlots || slots&(slots-1) != 0 {
+		return nil, fmt.Errorf("playback: ring slots=%d must be a power of two in [2, %d]", slots, maxRingSlots)
 	}
 	if slotSamples < 1 || slotSamples > maxSlotSamples {
 		return nil, fmt.Errorf("playback: ring slotSamples=%d out of range [1, %d]", slotSamples, maxSlotSamples)
+	}
+	if chunkSlots < 1 || chunkSlots > slots || chunkSlots&(chunkSlots-1) != 0 {
+		return nil, fmt.Errorf("playback: ring chunkSlots=%d must be a power of two in [1, %d]", chunkSlots, slots)
 	}
 	r := &Ring{
 		slots:       make([]Slot, slots),
 		mask:        uint64(slots - 1),
 		slotSamples: slotSamples,
+		chunkSlots:  chunkSlots,
 	}
-	storage := make([]int16, slots*slotSamples)
-	for i := range r.slots {
-		r.slots[i].buf = storage[i*slotSamples : (i+1)*slotSamples : (i+1)*slotSamples]
+	r.free = make([][]int16, 0, slots/chunkSlots)
+	r.chunks = make([][]int16, slots/chunkSlots)
+	for i := 0; i < min(max(prealloc, 0), slots); i += chunkSlots {
+		r.grow(i)
 	}
 	return r, nil
 }
+
+// maxRingSlots bounds the slot count (headers are allocated up front).
+const maxRingSlots = 1 << 20
+
+// grow gives the chunk holding slot i its sample storage. Producer only
+// (or the constructor): the consumer reads buf only after the tail.Store
+// that publishes the slot, which follows this write.
+//
+// Storage follows the depth, not the position: before allocating, the
+// producer takes back the storage of every chunk the consumer has wholly
+// released (all its slots are behind head, which the producer observed
+// with an atomic load, so the consumer no longer reads them) and reuses it.
+// The ring therefore holds as much storage as the deepest it has been,
+// rounded up to chunks, however long it runs.
+func (r *Ring) grow(i int) {
+	c := i &^ (r.chunkSlots - 1)
+	cs := uint64(r.chunkSlots)
+	for r.reclaim+cs <= r.cachedHead {
+		k := int(r.reclaim & r.mask)
+		if b := r.chunks[k/r.chunkSlots]; b != nil {
+			r.free = append(r.free, b)
+			r.chunks[k/r.chunkSlots] = nil
+			for j := range r.chunkSlots {
+				r.slots[k+j].buf = nil
+			}
+		}
+		r.reclaim += cs
+	}
+	var storage []int16
+	if n := len(r.free); n > 0 {
+		storage = r.free[n-1]
+		r.free = r.free[:n-1]
+	} else {
+		storage = make([]int16, r.chunkSlots*r.slotSamples)
+		r.allocated.Add(int64(r.chunkSlots))
+	}
+	r.chunks[c/r.chunkSlots] = storage
+	for j := range r.chunkSlots {
+		r.slots[c+j].buf = storage[j*r.slotSamples : (j+1)*r.slotSamples : (j+1)*r.slotSamples]
+	}
+}
+
+// AllocatedSlots returns how many slots have sample storage (the memory the
+// ring holds is AllocatedSlots * SlotSamples * 2 bytes). Any goroutine.
+func (r *Ring) AllocatedSlots() int { return int(r.allocated.Load()) }
 
 // Cap returns the number of slots.
 func (r *Ring) Cap() int { return len(r.slots) }
@@ -127,7 +195,12 @@ func (r *Ring) Reserve() *Slot {
 			return nil
 		}
 	}
-	return &r.slots[r.ptail&r.mask]
+	s := &r.slots[r.ptail&r.mask]
+	if s.buf == nil {
+		r.cachedHead = r.head.Load()
+		r.grow(int(r.ptail & r.mask))
+	}
+	return s
 }
 
 // Commit publishes the slot returned by the last Reserve. Producer only;

@@ -148,3 +148,41 @@ func TestRingNoAllocs(t *testing.T) {
 		t.Errorf("Push+Pop allocs = %v, want 0", a)
 	}
 }
+
+// TestGrowableRingFollowsDepth: storage grows in chunks as the ring
+// deepens and is reused, not re-allocated, as the producer laps it; data
+// survives intact.
+func TestGrowableRingFollowsDepth(t *testing.T) {
+	r, err := NewGrowableRing(64, 4, 4, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.AllocatedSlots() != 0 {
+		t.Fatalf("allocated %d before use", r.AllocatedSlots())
+	}
+	next, want := int16(1), int16(1)
+	buf := make([]int16, 4)
+	for lap := range 20 {
+		depth := 3 + lap%10 // at most 12 slots deep
+		for r.Len() < depth {
+			if r.Push([]int16{next, next, next, next}, 1, 0, 0) != 4 {
+				t.Fatal("push failed")
+			}
+			next++
+		}
+		for r.Len() > 1 {
+			if n, ok := r.Pop(buf); !ok || n != 4 || buf[0] != want || buf[3] != want {
+				t.Fatalf("lap %d: pop = %v %v, want %d", lap, buf, ok, want)
+			}
+			want++
+		}
+	}
+	// Deepest was 12 slots: at most 16 (whole chunks) plus one chunk being
+	// reclaimed behind the consumer.
+	if got := r.AllocatedSlots(); got > 20 {
+		t.Errorf("allocated %d slots for a depth of at most 12", got)
+	}
+	if _, err := NewGrowableRing(64, 4, 3, 0); err == nil {
+		t.Error("chunkSlots 3 accepted")
+	}
+}

@@ -1,6 +1,7 @@
 package playback
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -17,7 +18,16 @@ import (
 // underruns often; with no flush every sample must come out exactly once and
 // in order (silence aside).
 func TestConcurrentExactlyOnceInOrder(t *testing.T) {
-	p, err := New(Config{Slots: 16, SlotSamples: 96, PrebufferMS: 2}, clock.NewReal(), nil, nil)
+	for _, pol := range []Policy{PolicyStall, PolicyAdaptive} {
+		t.Run(fmt.Sprint(pol), func(t *testing.T) { testConcurrentExactlyOnceInOrder(t, pol) })
+	}
+}
+
+// testConcurrentExactlyOnceInOrder runs with sample-exact output: the adaptive policy with
+// time-stretching off (StretchPct < 0) still exercises its stage, start,
+// resume and interrupt paths.
+func testConcurrentExactlyOnceInOrder(t *testing.T, pol Policy) {
+	p, err := New(Config{Slots: 16, SlotSamples: 96, PrebufferMS: 2, Policy: pol, StretchPct: -1}, clock.NewReal(), nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,8 +115,17 @@ func TestConcurrentExactlyOnceInOrder(t *testing.T) {
 // must match what was really played, Done only for fully played responses,
 // and a response pushed after the last interrupt must play in full.
 func TestConcurrentInterruptStress(t *testing.T) {
+	for _, pol := range []Policy{PolicyStall, PolicyAdaptive} {
+		t.Run(fmt.Sprint(pol), func(t *testing.T) { testConcurrentInterruptStress(t, pol) })
+	}
+}
+
+// testConcurrentInterruptStress runs with sample-exact output: the adaptive policy with
+// time-stretching off (StretchPct < 0) still exercises its stage, start,
+// resume and interrupt paths.
+func testConcurrentInterruptStress(t *testing.T, pol Policy) {
 	reg := metrics.NewRegistry()
-	p, err := New(Config{Slots: 64, SlotSamples: 96, PrebufferMS: 1}, clock.NewReal(), reg, nil)
+	p, err := New(Config{Slots: 64, SlotSamples: 96, PrebufferMS: 1, Policy: pol, StretchPct: -1}, clock.NewReal(), reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,6 +127,9 @@ type RobotHello struct {
 	AudioUp         AudioParams   `json:"audio_up"`
 	AudioDown       []AudioParams `json:"audio_down"`
 	ResumeSession   string        `json:"resume_session,omitempty"`
+	// PlaybackBufferMS is the most TTS audio (ms at 24 kHz) the robot
+	// holds unplayed; gateways pace to it (§7.7, protocol/pacing.go).
+	PlaybackBufferMS int `json:"playback_buffer_ms,omitempty"`
 	// Minor is the protocol minor version the robot speaks (v1.1: 1).
 	// Absent (0) is v1.0. See docs/protocol.md §10.
 	Minor int `json:"protocol_minor,omitempty"`
@@ -344,6 +347,10 @@ type PlaybackProgress struct {
 	SamplesPlayed int64  `json:"samples_played"`
 	Done          bool   `json:"done,omitempty"`
 	Interrupted   bool   `json:"interrupted,omitempty"`
+	// LostSamples is how many samples of the response the robot dropped
+	// because its buffer was full (§7.7); a final report with
+	// LostSamples > 0 has Interrupted set.
+	LostSamples int64 `json:"lost_samples,omitempty"`
 	// SessionID (v1.1, final reports) is the session the response belongs
 	// to; it differs from the current one when the response was cut or
 	// finished while the link was down (§3.5).
@@ -744,6 +751,9 @@ func validateFromRobot(m Message) error {
 		if err := required("device_id", v.DeviceID); err != nil {
 			return err
 		}
+		if v.PlaybackBufferMS < 0 {
+			return fmt.Errorf("%w: field \"playback_buffer_ms\" is %d, must be >= 0", ErrMalformed, v.PlaybackBufferMS)
+		}
 		if v.Minor < 0 {
 			return fmt.Errorf("%w: field \"protocol_minor\" is %d, must be >= 0", ErrMalformed, v.Minor)
 		}
@@ -813,6 +823,9 @@ func validateFromRobot(m Message) error {
 		}
 		if v.SamplesPlayed < 0 {
 			return fmt.Errorf("%w: field \"samples_played\" is %d, must be >= 0", ErrMalformed, v.SamplesPlayed)
+		}
+		if v.LostSamples < 0 {
+			return fmt.Errorf("%w: field \"lost_samples\" is %d, must be >= 0", ErrMalformed, v.LostSamples)
 		}
 	}
 	return nil

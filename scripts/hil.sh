@@ -13,6 +13,10 @@
 # ROBOT_AGENT_HIL_CAMERA (by-id name, bus, card name or /dev/videoN; default
 # the first /dev/video*). See docs/video.md.
 #
+# Echo path: plays pink noise and records the mic at the same time; prints
+# the delay and echo gain (ERL) of the board's echo path for the echo
+# canceller's tuning (docs/audio.md).
+#
 # Each part skips with a clear message where its device or library is
 # missing; the exit status is non-zero if a part that ran failed.
 set -uo pipefail
@@ -48,6 +52,42 @@ elif [ ! -d /dev/snd ] && ! pactl info >/dev/null 2>&1; then
 else
   export JACK_NO_START_SERVER=1
   ROBOT_AGENT_HIL=1 run_hil audio -tags portaudio -run '^TestHIL$' ./hw/portaudio/
+fi
+
+echo "== echo path"
+# Plays 3 s of pink noise through the default ALSA playback device while
+# recording the default capture device, and prints the echo path: delay
+# (device buffers + acoustic path) and echo gain / ERL. These are the room
+# figures to give `robot-agent duplex-bench` (docs/audio.md, "Tuning a real
+# robot"). ALSA device names: HIL_PLAYBACK / HIL_CAPTURE (default: default).
+if command -v aplay >/dev/null && command -v arecord >/dev/null && [ -d /dev/snd ]; then
+  play_cmd() { aplay -q -D "${HIL_PLAYBACK:-default}" "$1"; }
+  rec_cmd() { arecord -q -D "${HIL_CAPTURE:-default}" -f S16_LE -r 16000 -c 1 -d 5 "$1"; }
+elif command -v paplay >/dev/null && command -v parec >/dev/null && pactl info >/dev/null 2>&1; then
+  play_cmd() { paplay ${HIL_PLAYBACK:+--device=$HIL_PLAYBACK} "$1"; }
+  rec_cmd() { timeout 5 parec ${HIL_CAPTURE:+--device=$HIL_CAPTURE} --file-format=wav --format=s16le --rate=16000 --channels=1 "$1"; }
+fi
+if ! command -v sox >/dev/null; then
+  echo "hil: echo path SKIPPED: needs sox (scripts/deps.sh installs it)"
+elif ! declare -F play_cmd >/dev/null; then
+  echo "hil: echo path SKIPPED: needs aplay/arecord with a sound card (alsa-utils) or paplay/parec with a PulseAudio server"
+else
+  tmp="$(mktemp -d)"
+  sox -q -n -r 16000 -c 1 -b 16 "$tmp/noise.wav" synth 3 pinknoise gain -18 pad 0 0.5
+  rec_cmd "$tmp/rec.wav" &
+  rec=$!
+  sleep 0.5
+  play_cmd "$tmp/noise.wav"
+  wait "$rec"
+  # The recording started about 0.5 s before the playback: the delay printed
+  # includes that head start and the devices' buffers; the echo gain (ERL)
+  # is the figure that matters (the agent estimates the delay itself).
+  if go run -tags "$TAGS" ./cmd/robot-agent duplex-bench --echo-played "$tmp/noise.wav" --echo-recorded "$tmp/rec.wav"; then
+    echo "hil: echo path ok"
+  else
+    echo "hil: echo path FAILED"; status=1
+  fi
+  rm -rf "$tmp"
 fi
 
 echo "== camera"

@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -88,18 +87,23 @@ type Config struct {
 	DeviceID        string
 	Hello           protocol.RobotHello // agent_meta; Protocol/DeviceID filled in
 
-	HandshakeTimeout time.Duration // dial + hello exchange; default 5 s
-	WriteTimeout     time.Duration // per write; default 5 s
-	BackoffBase      time.Duration // default 500 ms
-	BackoffCap       time.Duration // default 30 s
-	BackoffReset     time.Duration // session length that resets backoff; default 60 s
-	DefaultKeepalive protocol.Keepalive
+	HandshakeTimeout  time.Duration // dial + hello exchange; default 5 s
+	WriteTimeout      time.Duration // per write; default 5 s
+	BackoffBase       time.Duration // default 500 ms
+	BackoffCap        time.Duration // default 30 s
+	BackoffReset      time.Duration // a session this long did not fail early: backoff resets (3.7); default 10 s
+	BackoffFastCap    time.Duration // delay cap for BackoffFastWindow after such a session; default 1 s
+	BackoffFastWindow time.Duration // default 30 s
+	DefaultKeepalive  protocol.Keepalive
 
-	MicQueue     int // mic frames buffered (lossless-bounded); default 100 (2 s of 20 ms)
-	VideoQueue   int // video frames buffered (lossy); default 4
-	VideoMax     int // largest encoded video frame in bytes; default 512 KiB
-	MicFrameMax  int // max samples per mic frame; default 960 (60 ms)
-	OutboxLimit  int // unacked control messages; default 10000
+	MicQueue    int // mic frames buffered (lossless-bounded); default 100 (2 s of 20 ms)
+	VideoQueue  int // video frames buffered (lossy); default 4
+	VideoMax    int // largest encoded video frame in bytes; default 512 KiB
+	MicFrameMax int // max samples per mic frame; default 960 (60 ms)
+	OutboxLimit int // unacked control messages; default 10000
+	AnswerQueue int // acks/errors to gateway messages waiting to be written before the read pump pauses; default 16384
+	// Spool, if set, makes the control lane durable (see Outbox.SetSpool).
+	Spool        Spool
 	EventPrefix  string
 	DrainTimeout time.Duration // on shutdown, time to flush queued frames; default 2 s
 	// Codecs, if set, offers compressed audio in hello (codec.go); nil
@@ -125,7 +129,16 @@ func (c *Config) defaults() {
 		c.BackoffCap = 30 * time.Second
 	}
 	if c.BackoffReset <= 0 {
-		c.BackoffReset = 60 * time.Second
+		c.BackoffReset = 10 * time.Second
+	}
+	if c.BackoffFastCap <= 0 {
+		c.BackoffFastCap = time.Second
+	}
+	if c.BackoffFastWindow <= 0 {
+		c.BackoffFastWindow = 30 * time.Second
+	}
+	if c.AnswerQueue <= 0 {
+		c.AnswerQueue = 16384
 	}
 	if c.DefaultKeepalive.IntervalMS <= 0 {
 		c.DefaultKeepalive.IntervalMS = 5000
@@ -211,9 +224,9 @@ type Client struct {
 	ephemeral chan []byte // acks, errors, progress: not resent
 	control   *controlQueue
 
-	seenMu sync.Mutex
-	seen   map[string]struct{}
-	seenQ  []string
+	answers   *answerQueue // acks and errors that settle gateway messages: never dropped
+	seen      *dedup       // read pump only
+	sessionUp time.Time    // Run goroutine: when the current session reached hello (monoTime)
 
 	lastRefused uint32       // read pump only: last response whose audio was refused
 	errLimit    errorLimiter // read pump only: §9.1 error reply rate limit
@@ -227,7 +240,8 @@ type Client struct {
 	sessionID atomic.Value // string
 	drainReq  atomic.Bool
 
-	m clientMetrics
+	m        clientMetrics
+	rejected *rejectCounters
 }
 
 type clientMetrics struct {
@@ -241,6 +255,7 @@ type clientMetrics struct {
 	keepaliveTimeouts, pings, goAways, dupes *metrics.Counter
 	errorsSuppressed, replaced, staleDropped *metrics.Counter
 	handshakeFailures                        *metrics.Counter
+	answersSent, answersDiscarded            *metrics.Counter
 	linkUp                                   *metrics.Gauge
 }
 
@@ -262,7 +277,8 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, t
 		wake:      make(chan struct{}, 1),
 		ephemeral: make(chan []byte, 256),
 		control:   newControlQueue(),
-		seen:      make(map[string]struct{}),
+		answers:   newAnswerQueue(cfg.AnswerQueue),
+		seen:      newDedup(4096),
 	}
 	c.m = clientMetrics{
 		connects:          reg.Counter("robot_agent_uplink_connects_total", "Sessions established with the gateway."),
@@ -287,6 +303,8 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, t
 		goAways:           reg.Counter("robot_agent_uplink_go_aways_total", "go_away messages received."),
 		dupes:             reg.Counter("robot_agent_uplink_duplicate_events_total", "Gateway control messages received twice (acked, not handled again)."),
 		micBytes:          reg.Counter("robot_agent_uplink_mic_bytes_total", "Mic frame bytes written to the WebSocket (header included)."),
+		answersSent:       reg.Counter("robot_agent_uplink_answers_sent_total", "Acks and errors answering reliable gateway messages written (never dropped)."),
+		answersDiscarded:  reg.Counter("robot_agent_uplink_answers_discarded_total", "Answers left unsent when their session ended (the gateway re-sends or drops those messages per 3.5)."),
 		linkUp:            reg.Gauge("robot_agent_uplink_up", "1 while a gateway session is established."),
 		errorsSuppressed:  reg.Counter("robot_agent_uplink_error_replies_suppressed_total", "Error replies to bad gateway input not sent because of the error rate limit (§9.1)."),
 		replaced:          reg.Counter("robot_agent_uplink_sessions_replaced_total", "Sessions the gateway closed with 4000 (another agent with this device id took over)."),
@@ -301,7 +319,14 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, t
 	prefix := cfg.Hello.BootID
 	c.errLimit = errorLimiter{rate: errorReplyRate, burst: errorReplyBurst}
 	c.outbox = NewOutbox(prefix, cfg.OutboxLimit, clk, reg)
+	c.outbox.setLogger(log)
+	if cfg.Spool != nil {
+		if err := c.outbox.SetSpool(cfg.Spool); err != nil {
+			return nil, err
+		}
+	}
 	c.outbox.setWake(c.signal)
+	c.rejected = newRejectCounters(reg)
 	c.mic = newFrameLane(cfg.MicQueue, protocol.HeaderSize+2*cfg.MicFrameMax, c.m.micDropped, c.m.micQueued)
 	c.video = newFrameLane(cfg.VideoQueue, protocol.HeaderSize+cfg.VideoMax, c.m.videoDropped, c.m.videoQueued)
 	c.sessionID.Store("")
@@ -430,12 +455,12 @@ func (c *Client) signal() {
 // returns nil.
 func (c *Client) Run(ctx context.Context) error {
 	go c.controlLoop(ctx)
-	bo := reconnectBackoff{base: c.cfg.BackoffBase, cap: c.cfg.BackoffCap, reset: c.cfg.BackoffReset}
+	bo := reconnectBackoff{base: c.cfg.BackoffBase, cap: c.cfg.BackoffCap, stable: c.cfg.BackoffReset,
+		fastCap: c.cfg.BackoffFastCap, fastWindow: c.cfg.BackoffFastWindow}
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		start := c.clk.Now()
 		established, err := c.session(ctx)
 		if ctx.Err() != nil {
 			return nil
@@ -445,7 +470,12 @@ func (c *Client) Run(ctx context.Context) error {
 		if errors.As(err, &ga) {
 			after = ga.after
 		}
-		d := bo.next(c.clk.Now().Sub(start), after)
+		now := monoTime(c.clk)
+		var lasted time.Duration
+		if established {
+			lasted = now.Sub(c.sessionUp)
+		}
+		d := bo.next(now, established, lasted, after)
 		if established {
 			c.log.Warn("uplink: session ended, reconnecting", "err", err, "retry_in", d.Round(time.Millisecond))
 		} else {
@@ -474,40 +504,6 @@ func (c *Client) wait(ctx context.Context, d time.Duration) bool {
 		case <-beat.C:
 		}
 	}
-}
-
-// reconnectBackoff is the reconnect policy: exponential with full jitter,
-// capped, and reset only after a session that stayed up for at least reset.
-// A gateway's go_away delay, when given, replaces the computed one.
-type reconnectBackoff struct {
-	base, cap, reset time.Duration
-	attempt          int
-}
-
-// next returns the delay before the next dial, given how long the last
-// session lasted (0 for a failed dial) and the gateway's go_away delay.
-func (b *reconnectBackoff) next(lasted, goAwayAfter time.Duration) time.Duration {
-	if lasted >= b.reset {
-		b.attempt = 0
-	}
-	d := backoff(b.base, b.cap, b.attempt)
-	b.attempt++
-	if goAwayAfter > 0 {
-		return goAwayAfter
-	}
-	return d
-}
-
-// backoff returns a full-jitter delay: uniform in [0, min(cap, base*2^n)].
-func backoff(base, cap time.Duration, attempt int) time.Duration {
-	d := base
-	for i := 0; i < attempt && d < cap; i++ {
-		d *= 2
-	}
-	if d > cap {
-		d = cap
-	}
-	return time.Duration(rand.Int64N(int64(d) + 1))
 }
 
 type goAwayError struct {
@@ -687,9 +683,9 @@ func (c *Client) session(ctx context.Context) (established bool, err error) {
 	ka := neg.Keepalive
 	timeout := time.Duration(ka.TimeoutMS) * time.Millisecond
 	c.sessionID.Store(gh.SessionID)
-	if !gh.Resumed {
-		c.resetSeen() // §5.3: de-duplication is per gateway session
-	}
+	c.sessionUp = monoTime(c.clk)
+	c.seen.begin(gh.SessionID, gh.Resumed)
+	c.answers.begin()
 	c.discardStaleEphemeral()
 	c.outbox.rewind()
 	// Video queued for the old connection is stale; the video pipeline
@@ -730,6 +726,10 @@ func (c *Client) session(ctx context.Context) (established bool, err error) {
 	go func() { defer close(readDone); readErr <- c.readPump(ctx, conn, timeout) }()
 	werr := c.writePump(ctx, conn, time.Duration(ka.IntervalMS)*time.Millisecond, readErr)
 	conn.Close()
+	if n := c.answers.len(); n > 0 {
+		c.m.answersDiscarded.Add(int64(n))
+	}
+	c.answers.end() // a read pump waiting for answer space returns
 	// The read pump is the jitter buffer's only producer: it must be gone
 	// before the next session resets the buffer.
 	<-readDone
@@ -781,6 +781,14 @@ func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery 
 			var ga *goAwayError
 			if errors.As(err, &ga) {
 				code, text = websocket.CloseNormalClosure, "go_away"
+				// The go_away's ack (and any other answer) goes out
+				// before the close frame.
+				for _, data := range c.answers.take(nil) {
+					if write(websocket.TextMessage, data) != nil {
+						break
+					}
+					c.m.answersSent.Inc()
+				}
 			}
 			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
 			if ga != nil {
@@ -800,8 +808,19 @@ func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery 
 // flushQueues writes everything queued, in priority order: acks/progress,
 // mic audio, control messages, video.
 func (c *Client) flushQueues(write func(int, []byte) error) error {
+	var answers [][]byte
 	for {
 		progressed := false
+		answers = c.answers.take(answers)
+		for i, data := range answers {
+			if err := write(websocket.TextMessage, data); err != nil {
+				// Unsent answers die with the connection (3.5).
+				c.m.answersDiscarded.Add(int64(len(answers) - i))
+				return err
+			}
+			c.m.answersSent.Inc()
+			progressed = true
+		}
 		for {
 			select {
 			case data := <-c.ephemeral:
@@ -862,7 +881,7 @@ func (c *Client) closeGracefully(conn *websocket.Conn, write func(int, []byte) e
 		if err := c.flushQueues(write); err != nil {
 			return nil
 		}
-		if c.outbox.Len() == 0 && c.mic.depth() == 0 {
+		if c.outbox.Len() == 0 && c.mic.depth() == 0 && c.answers.len() == 0 {
 			break
 		}
 		select {
@@ -1036,8 +1055,11 @@ func (c *Client) refused(id uint32, err error) {
 	}
 	c.lastRefused = id
 	code := protocol.CodeBadFrame
-	if errors.Is(err, playback.ErrStale) {
+	switch {
+	case errors.Is(err, playback.ErrStale):
 		code = protocol.CodeStaleResponse
+	case errors.Is(err, playback.ErrFull):
+		code = protocol.CodeBufferOverflow
 	}
 	c.log.Info("uplink: TTS audio refused", "response", id, "err", err)
 	c.sendError(code, fmt.Sprintf("uplink: tts audio for response %d dropped: %v", id, err), "")
@@ -1093,9 +1115,12 @@ func (c *Client) handleText(ctx context.Context, msg []byte) error {
 		return &goAwayError{reason: v.Reason, after: time.Duration(v.ReconnectAfterMS) * time.Millisecond}
 	case *protocol.Error:
 		c.m.gatewayErrors.Inc()
-		c.log.Warn("uplink: gateway reported an error", "code", v.Code, "msg", v.Msg, "ref", v.Ref)
-		if v.Ref != "" {
-			c.outbox.Ack(v.Ref) // §5.3: an error with ref settles the message
+		if v.Ref != "" && c.outbox.Settle(v.Ref, v.Code) {
+			// An error with ref settles our event (5.3): never re-sent.
+			c.rejected.inc(v.Code)
+			c.log.Warn("uplink: gateway rejected a control event", "code", v.Code, "msg", v.Msg, "ref", v.Ref)
+		} else {
+			c.log.Warn("uplink: gateway reported an error", "code", v.Code, "msg", v.Msg, "ref", v.Ref)
 		}
 	case *protocol.GatewayHello:
 		c.m.badMessages.Inc()
@@ -1104,7 +1129,7 @@ func (c *Client) handleText(ctx context.Context, msg []byte) error {
 	}
 	if env.EventID != "" {
 		c.ack(env.EventID)
-		if c.isDuplicate(env.EventID) {
+		if c.seen.seen(env.EventID) {
 			c.m.dupes.Inc()
 			return nil
 		}
@@ -1113,35 +1138,12 @@ func (c *Client) handleText(ctx context.Context, msg []byte) error {
 	return nil
 }
 
-// resetSeen forgets the gateway event ids seen (a new gateway session).
-func (c *Client) resetSeen() {
-	c.seenMu.Lock()
-	clear(c.seen)
-	c.seenQ = c.seenQ[:0]
-	c.seenMu.Unlock()
-}
-
-func (c *Client) isDuplicate(id string) bool {
-	c.seenMu.Lock()
-	defer c.seenMu.Unlock()
-	if _, ok := c.seen[id]; ok {
-		return true
-	}
-	c.seen[id] = struct{}{}
-	c.seenQ = append(c.seenQ, id)
-	if len(c.seenQ) > 4096 {
-		delete(c.seen, c.seenQ[0])
-		c.seenQ = c.seenQ[1:]
-	}
-	return false
-}
-
 func (c *Client) ack(id string) {
 	if id == "" {
 		return
 	}
 	data, _ := protocol.Marshal(&protocol.Ack{Meta: protocol.Meta{Type: protocol.TypeAck, EventID: id}})
-	c.queueEphemeral(data)
+	c.answers.push(data, c.signal)
 }
 
 // sendError answers bad gateway input (read pump only). Errors without a
@@ -1157,6 +1159,11 @@ func (c *Client) sendError(code, msg, ref string) {
 		msg = msg[:1024]
 	}
 	data, _ := protocol.Marshal(&protocol.Error{Meta: protocol.Meta{Type: protocol.TypeError, TS: c.clk.Mono().Microseconds()}, Code: code, Msg: msg, Ref: ref})
+	if ref != "" {
+		// It settles a gateway message: an answer, never dropped.
+		c.answers.push(data, c.signal)
+		return
+	}
 	c.queueEphemeral(data)
 }
 

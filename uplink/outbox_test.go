@@ -3,6 +3,7 @@ package uplink
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -181,32 +182,46 @@ func TestFrameLaneNoAllocAndDrops(t *testing.T) {
 	}
 }
 
-func TestReconnectBackoffGrowsAndResetsOnlyAfterAStableSession(t *testing.T) {
-	b := reconnectBackoff{base: 100 * time.Millisecond, cap: 3 * time.Second, reset: time.Minute}
-	maxOf := func(lasted time.Duration, n int) time.Duration {
+func TestReconnectBackoffGrowsOnlyWhileSessionsFailEarly(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	b := reconnectBackoff{base: 100 * time.Millisecond, cap: 3 * time.Second, stable: 10 * time.Second,
+		fastCap: time.Second, fastWindow: 30 * time.Second}
+	maxOf := func(now time.Time, established bool, lasted time.Duration, n int) time.Duration {
 		// The largest of many draws approaches the attempt's bound.
 		var m time.Duration
 		for i := 0; i < n; i++ {
-			saved := b.attempt
-			m = max(m, b.next(lasted, 0))
-			b.attempt = saved
+			saved, savedFast := b.attempt, b.fastUntil
+			m = max(m, b.next(now, established, lasted, 0))
+			b.attempt, b.fastUntil = saved, savedFast
 		}
-		b.next(lasted, 0)
+		b.next(now, established, lasted, 0)
 		return m
 	}
-	bounds := []time.Duration{100, 200, 400, 800, 1600, 3000, 3000}
-	for i, want := range bounds {
-		got := maxOf(5*time.Second, 300) // flapping sessions: no reset
-		if got > want*time.Millisecond || got < want*time.Millisecond/2 {
-			t.Fatalf("attempt %d: max delay %v, want close to and at most %v", i, got, want*time.Millisecond)
+	check := func(what string, got, want time.Duration) {
+		t.Helper()
+		if got > want || got < want/2 {
+			t.Fatalf("%s: max delay %v, want close to and at most %v", what, got, want)
 		}
 	}
-	// A session that stayed up a minute resets the backoff.
-	if got := maxOf(time.Minute, 300); got > 100*time.Millisecond {
-		t.Fatalf("after a stable session: max delay %v, want <= 100ms", got)
+	// Sessions that reach hello but fail early (5 s), and failed dials,
+	// grow the delay up to the cap.
+	for i, want := range []time.Duration{100, 200, 400, 800, 1600, 3000, 3000} {
+		check(fmt.Sprintf("early failure %d", i), maxOf(t0, i%2 == 0, 5*time.Second, 300), want*time.Millisecond)
 	}
+	// A stable session: the first retry is within base (sub-second)...
+	now := t0.Add(time.Hour)
+	check("first retry after a stable session", maxOf(now, true, time.Minute, 300), 100*time.Millisecond)
+	// ...then failed dials (gateway still down) grow, but within the fast
+	// window never past fastCap...
+	for i, want := range []time.Duration{200, 400, 800, 1000, 1000} {
+		now = now.Add(time.Second)
+		check(fmt.Sprintf("fast window dial %d", i), maxOf(now, false, 0, 300), want*time.Millisecond)
+	}
+	// ...and after it up to the cap.
+	now = now.Add(time.Minute)
+	check("after the fast window", maxOf(now, false, 0, 300), 3*time.Second)
 	// go_away's delay wins.
-	if d := b.next(0, 1234*time.Millisecond); d != 1234*time.Millisecond {
+	if d := b.next(now, true, time.Minute, 1234*time.Millisecond); d != 1234*time.Millisecond {
 		t.Fatalf("go_away delay ignored: %v", d)
 	}
 }

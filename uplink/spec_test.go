@@ -472,13 +472,15 @@ func TestSpec_3_6_KeepaliveFieldsIndependent(t *testing.T) {
 	})
 }
 
-// TestSpec_3_7_FirstRetrySubSecond: the first retry after a session that
-// reached hello waits a uniform random time under 1 s.
+// TestSpec_3_7_FirstRetrySubSecond: the first retry after a stable session
+// (it reached hello and lasted at least the stable time) waits a uniform
+// random time under 1 s, even after earlier failures grew the backoff.
 func TestSpec_3_7_FirstRetrySubSecond(t *testing.T) {
 	var maxD time.Duration
 	for range 2000 {
-		b := reconnectBackoff{base: 500 * time.Millisecond, cap: 30 * time.Second, reset: 60 * time.Second}
-		d := b.next(5*time.Second, 0)
+		b := reconnectBackoff{base: 500 * time.Millisecond, cap: 30 * time.Second, stable: 10 * time.Second,
+			fastCap: time.Second, fastWindow: 30 * time.Second, attempt: 6}
+		d := b.next(time.Time{}.Add(time.Hour), true, 15*time.Second, 0)
 		if d < 0 || d >= time.Second {
 			t.Fatalf("first retry after a session in %v, want [0, 1 s)", d)
 		}

@@ -64,7 +64,7 @@ audio_devices:
 		{"audio_devices:\n  period_ms: 0\n", "audio_devices.period_ms: 0:"},
 		{"audio_devices:\n  output_buffer_ms: 1\n", "audio_devices.output_buffer_ms: 1:"},
 		{"audio_devices: [1, 2]\n", "want a mapping"},
-		{"audio_devices:\n  realtime_priority: 120\n", "realtime_priority = 120"},
+		{"audio_devices:\n  realtime_priority: 120\n", "audio_devices.realtime_priority: 120:"},
 	} {
 		_, err := loadAudioDevices(decodeTestConfig(t, tc.yaml), noEnv)
 		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
@@ -125,7 +125,7 @@ type flushSink struct {
 	log *[]string
 }
 
-func (f flushSink) Flush() { *f.log = append(*f.log, "device") }
+func (f flushSink) Flush() int { *f.log = append(*f.log, "device"); return 0 }
 
 func TestWithDeviceFlush(t *testing.T) {
 	var log []string
@@ -201,13 +201,22 @@ func TestSummaryDeviceTiming(t *testing.T) {
 		h.Observe(0.00004)
 	}
 	h.Observe(0.0015)
-	h.Observe(0.003)
+	h.Observe(0.3)
 	reg.Gauge("robot_agent_audio_output_callback_lateness_max_microseconds", "").Set(3000)
 	reg.Counter("robot_agent_audio_output_device_underflows_total", "").Add(2)
 	reg.Counter("robot_agent_audio_output_underruns_total", "").Add(5)
 	reg.Gauge("robot_agent_audio_output_device_delay_microseconds", "").Set(31000)
 	writeDeviceTiming(&b, reg)
 	want := "  device:    output 100 callbacks, lateness p50 <= 50µs p99 <= 2ms max 3ms; device underflows 2, overflows 0; ring ran dry 5; device delay 31ms\n"
+	if b.String() != want {
+		t.Errorf("summary\n%q\nwant\n%q", b.String(), want)
+	}
+	for range 10 {
+		h.Observe(0.3) // beyond the last bucket
+	}
+	b.Reset()
+	writeDeviceTiming(&b, reg)
+	want = "  device:    output 110 callbacks, lateness p50 <= 50µs p99 > 100ms max 3ms; device underflows 2, overflows 0; ring ran dry 5; device delay 31ms\n"
 	if b.String() != want {
 		t.Errorf("summary\n%q\nwant\n%q", b.String(), want)
 	}

@@ -161,8 +161,11 @@ func (r *progressReporter) drain() {
 		}
 		r.mu.Lock()
 		r.played += e.SamplesPlayed
-		if e.Kind == playback.EventInterrupted {
+		if e.Kind == playback.EventInterrupted || e.SamplesLost > 0 {
+			// A response cut by overflow was not played whole: never
+			// "done" (docs/protocol.md §7.7).
 			m.Interrupted = true
+			m.LostSamples = e.SamplesLost
 			r.interrupted++
 		} else {
 			m.Done = true

@@ -75,6 +75,7 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	checks.Devices = devs
+	fmt.Fprintln(stdout, "audio:", duplexMode())
 	if !doctor.Run(context.Background(), checks, stdout) {
 		return 1
 	}

@@ -50,6 +50,8 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 	noEcho := fs.Bool("no-echo", false, "do not answer utterances")
 	codec := fs.String("codec", gateway.CodecPCM, "audio to choose for robots that offer it: pcm or opus (opus needs a binary built with -tags opus)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	goAway := fs.Duration("go-away-delay", time.Second, "on SIGTERM/SIGINT, tell robots to reconnect after this long (go_away; 0: no go_away)")
+	goAwaySpread := fs.Duration("go-away-spread", 0, "add up to this much per-robot jitter to --go-away-delay")
 	recordVideo := fs.String("record-video", "", "write each session's H264 stream, JPEG images and per-frame list (<session>-frames.tsv: seq, flag, mark bits, key, timestamps, size, offset) under this directory")
 	tlsCert := fs.String("tls-cert", "", "serve wss:// with this PEM certificate (chain) ...")
 	tlsKey := fs.String("tls-key", "", "... and this PEM private key")
@@ -115,6 +117,12 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
+		if *goAway > 0 {
+			// Planned shutdown: robots leave now and come back after the
+			// announced delay instead of discovering a dead link.
+			n := gw.GoAway(sctx, "gateway shutting down", *goAway, *goAwaySpread)
+			log.Info("gateway: robots told to go away", "robots", n, "reconnect_after", *goAway)
+		}
 		srv.Shutdown(sctx)
 	}()
 	bound := ln.Addr().(*net.TCPAddr)

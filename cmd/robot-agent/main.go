@@ -41,6 +41,7 @@ Usage:
   robot-agent devices            list audio devices and cameras with their modes
   robot-agent doctor [flags]     check devices, permissions, gateway and config
   robot-agent conformance [flags] check a gateway against the wire protocol
+  robot-agent jitter-replay TRACE...  replay TTS arrival traces through the jitter buffer
   robot-agent version            print version and build information
 
 Quick start (simulated mic and speaker against an embedded gateway):
@@ -67,6 +68,10 @@ func runMain(args []string, stdout, stderr io.Writer) (code int) {
 		return cmdDoctor(args[1:], stdout, stderr)
 	case "conformance":
 		return cmdConformance(args[1:], stdout, stderr)
+	case "jitter-replay":
+		return cmdJitterReplay(args[1:], stdout, stderr)
+	case "duplex-bench":
+		return cmdDuplexBench(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, versionString())
 		return 0

@@ -126,3 +126,16 @@ func TestDoctorOnThisMachine(t *testing.T) {
 		}
 	}
 }
+
+func TestRunFailsOnUnusableSpool(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "not-a-dir")
+	os.WriteFile(file, []byte("x"), 0o600)
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("spool:\n  path: "+filepath.Join(file, "spool")+"\n"), 0o644)
+	code, _, errs := runCLI("run", "--sim", "--quiet", "--config", cfg, "--duration", "5s", "--speaker-wav", filepath.Join(dir, "p.wav"), "--log-level", "error")
+	lines := strings.Split(strings.TrimSpace(errs), "\n")
+	if code != 2 || len(lines) != 1 || !strings.HasPrefix(lines[0], "robot-agent: ") || !strings.Contains(lines[0], "spool.path") || !strings.Contains(lines[0], "StateDirectory") {
+		t.Fatalf("exit %d, stderr %q; want 2 (configuration) and one line naming spool.path with the fix", code, errs)
+	}
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/robot-agent/robot-agent/gateway"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/hw/sim"
+	"github.com/robot-agent/robot-agent/logthrottle"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/playback"
 	"github.com/robot-agent/robot-agent/protocol"
@@ -126,6 +127,9 @@ func loadRunConfig(f *runFlags, fs *flag.FlagSet, getenv func(string) string) (c
 	if err := validateConfig(cfg, f.sim, getenv); err != nil {
 		return cfg, err
 	}
+	if _, err := loadDuplex(cfg, getenv); err != nil { // duplex.go
+		return cfg, err
+	}
 	// The token is optional: a gateway that asks for one and gets none
 	// answers 401, which the uplink logs with the fix.
 	if err := cfg.LoadToken(getenv, false); err != nil {
@@ -135,13 +139,25 @@ func loadRunConfig(f *runFlags, fs *flag.FlagSet, getenv func(string) string) (c
 }
 
 func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	return slog.New(newLogHandler(c, w))
+}
+
+func newLogHandler(c config.Log, w io.Writer) slog.Handler {
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: lvl}
 	if c.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.NewTextHandler(w, opts)
+}
+
+// newThrottledLogger is the agent's logger: per-class rate limiting (a
+// flood of one kind of line costs 10 lines and one "suppressed" summary per
+// 10 s). Flush the handler at exit.
+func newThrottledLogger(c config.Log, w io.Writer, clk clock.Clock, reg *metrics.Registry) (*slog.Logger, *logthrottle.Handler) {
+	h := logthrottle.New(newLogHandler(c, w), clk, reg, logthrottle.Config{})
+	return slog.New(h), h
 }
 
 func cmdRun(args []string, stdout, stderr io.Writer) int {
@@ -157,15 +173,17 @@ func cmdRun(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return reportFailure(stderr, err)
 	}
-	log := newLogger(cfg.Log, stderr)
+	clk, reg := clock.NewReal(), metrics.NewRegistry()
+	log, throttle := newThrottledLogger(cfg.Log, stderr, clk, reg)
+	defer throttle.Flush()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go throttle.Run(ctx)
 	if f.duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, f.duration)
 		defer cancel()
 	}
-	clk, reg := clock.NewReal(), metrics.NewRegistry()
 	svc := newService(clk, log, reg)
 	a, err := newAgent(cfg, agentOptions{sim: f.sim, svc: svc}, clk, reg, log)
 	if err != nil {
@@ -254,6 +272,10 @@ func (a *agent) build() (err error) {
 	if err != nil {
 		return err
 	}
+	aecSrc, err := a.setupEchoCanceller() // full duplex where built in (duplex.go)
+	if err != nil {
+		return err
+	}
 	// The service watchdog pings only while the main loops run: the
 	// capture loop gets audio back from the mic, the playback loop hands
 	// periods to the speaker (both every few ms), the uplink beats each
@@ -282,6 +304,9 @@ func (a *agent) build() (err error) {
 			Capabilities: baseCapabilities(),
 			AudioUp:      protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: cfg.Audio.FrameMS},
 			AudioDown:    []protocol.AudioParams{{Format: "pcm16le", SampleRate: 24000, Channels: 1}},
+			// Pacing (docs/protocol.md §7.7): the gateway keeps unplayed
+			// audio within what the jitter buffer can hold.
+			PlaybackBufferMS: a.player.GuaranteedSamples() / 24,
 		},
 	}
 	if a.gw != nil {
@@ -295,6 +320,9 @@ func (a *agent) build() (err error) {
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
 	}
+	if ucfg.Spool, err = a.openSpool(); err != nil {
+		return err
+	}
 	ucfg.Codecs = codecs
 	tts = wrapTTSDecoder(codecs, tts, reg, log)
 	a.client, err = uplink.New(ucfg, clk, reg, log, tts, a.control)
@@ -306,7 +334,11 @@ func (a *agent) build() (err error) {
 	if err != nil {
 		return err
 	}
-	a.pump.SetGate(a.halfDuplexGate()) // real speaker: no self-interruption (audio_halfduplex.go)
+	if aecSrc != nil {
+		a.pump.SetOnsetGuard(aecSrc) // full duplex: the canceller's residual echo starts no utterance
+	} else {
+		a.pump.SetGate(a.halfDuplexGate()) // no self-interruption (audio_halfduplex.go)
+	}
 	a.progress = newProgressReporter(a.player, a.client, log)
 	a.progress.sessions = tagger
 	a.client.AddObserver(tagger)
@@ -408,7 +440,7 @@ func (a *agent) startEmbeddedGateway() error {
 	if a.opts.gwConfig != nil {
 		gcfg = *a.opts.gwConfig
 	}
-	gw, err := gateway.New(gcfg, a.clk, metrics.NewRegistry(), a.log.With("component", "embedded-gateway"), gateway.Hooks{})
+	gw, err := gateway.New(gcfg, a.clk, metrics.NewRegistry(), embeddedGatewayLog(a.log), gateway.Hooks{})
 	if err != nil {
 		return err
 	}
@@ -455,6 +487,11 @@ func (a *agent) openAudio() error {
 		mcfg.Script = demoScript(a.cfg.Sim)
 		mcfg.Loop = true
 	}
+	echo, err := simRoom(a.cfg) // the simulated speaker is heard by the simulated mic (duplex.go)
+	if err != nil {
+		return err
+	}
+	mcfg.Room = echo
 	mic, err := sim.NewMic(mcfg, a.clk)
 	if err != nil {
 		return deviceFailure(err, "check sim.mic_wav / --mic-wav")
@@ -464,12 +501,15 @@ func (a *agent) openAudio() error {
 			return deviceFailure(fmt.Errorf("sim.speaker_wav %q: %w", a.cfg.Sim.SpeakerWAV, err), "choose a writable path with --speaker-wav")
 		}
 	}
-	spk, err := sim.NewSpeaker(sim.SpeakerConfig{WAVPath: a.cfg.Sim.SpeakerWAV, PeriodFrames: a.cfg.Playback.PeriodMS * 24}, a.clk)
+	spk, err := sim.NewSpeaker(sim.SpeakerConfig{WAVPath: a.cfg.Sim.SpeakerWAV, PeriodFrames: a.cfg.Playback.PeriodMS * 24, Room: echo}, a.clk)
 	if err != nil {
 		mic.Close()
 		return deviceFailure(err, "choose a writable path with --speaker-wav")
 	}
 	a.mic, a.speaker = mic, spk
+	if echo != nil {
+		a.speaker = newSimTapped(a, spk) // half-duplex gate unless an echo canceller takes over
+	}
 	a.closers = append(a.closers, mic.Close, spk.Close)
 	return nil
 }

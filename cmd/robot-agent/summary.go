@@ -27,6 +27,10 @@ func (a *agent) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  speaker:   %.1f s played, %d underruns, %d samples concealed, %d stale frames dropped\n",
 		float64(v("robot_agent_playback_played_samples_total"))/24000, v("robot_agent_playback_underruns_total"),
 		v("robot_agent_playback_concealed_samples_total"), v("robot_agent_playback_stale_frames_dropped_total"))
+	st := a.player.Stats()
+	fmt.Fprintf(w, "  buffer:    peak %.1f s of %.0f s cap (%.1f MiB allocated), %.1f s time-stretched, %d samples lost to overflow in %d response(s)\n",
+		float64(st.Peak)/24000, float64(a.player.CapacitySamples())/24000, float64(st.AllocatedSamples)*2/(1<<20),
+		float64(st.Stretched)/24000, st.Lost, v("robot_agent_playback_truncated_responses_total"))
 	fmt.Fprintf(w, "  control:   %d acked, %d unacked at exit, %d bad gateway messages\n",
 		v("robot_agent_control_acked_total"), a.client.Outbox().Len(),
 		v("robot_agent_uplink_bad_messages_total")+v("robot_agent_uplink_bad_frames_total")+v("robot_agent_uplink_unknown_types_total"))
@@ -85,7 +89,7 @@ func writeDeviceTiming(w io.Writer, reg *metrics.Registry) {
 			continue
 		}
 		h := reg.Histogram(p+"callback_lateness_seconds", "", nil)
-		line := fmt.Sprintf("  device:    %-6s %d callbacks, lateness p50 <= %v p99 <= %v max %v; device underflows %d, overflows %d",
+		line := fmt.Sprintf("  device:    %-6s %d callbacks, lateness p50 %s p99 %s max %v; device underflows %d, overflows %d",
 			dir, n, histBound(h, 0.5), histBound(h, 0.99), time.Duration(snap[p+"callback_lateness_max_microseconds"])*time.Microsecond,
 			snap[p+"device_underflows_total"], snap[p+"device_overflows_total"])
 		if dir == "output" {
@@ -97,17 +101,18 @@ func writeDeviceTiming(w io.Writer, reg *metrics.Registry) {
 	}
 }
 
-// histBound is the upper bound of the histogram bucket holding quantile q.
-func histBound(h *metrics.Histogram, q float64) time.Duration {
+// histBound describes the histogram bucket holding quantile q: "<= its
+// upper bound", or "> the last bound" for the overflow bucket.
+func histBound(h *metrics.Histogram, q float64) string {
 	bounds, cum := h.Buckets()
 	n := cum[len(cum)-1]
 	for i, c := range cum {
 		if float64(c) >= q*float64(n) {
 			if math.IsInf(bounds[i], 1) {
-				return time.Duration(math.MaxInt64)
+				return fmt.Sprintf("> %v", time.Duration(bounds[i-1]*float64(time.Second)))
 			}
-			return time.Duration(bounds[i] * float64(time.Second))
+			return fmt.Sprintf("<= %v", time.Duration(bounds[i]*float64(time.Second)))
 		}
 	}
-	return 0
+	return "?"
 }

@@ -11,7 +11,7 @@ import (
 // tags_*.go twins).
 func buildTags() []string {
 	var tags []string
-	for _, t := range []string{tagPortAudio, tagX264, tagOpus} {
+	for _, t := range []string{tagPortAudio, tagX264, tagWebRTCAPM, tagSpeexDSP, tagOpus} {
 		if t != "" {
 			tags = append(tags, t)
 		}
@@ -32,5 +32,5 @@ func versionString() string {
 	if tags == "" {
 		tags = "none"
 	}
-	return fmt.Sprintf("robot-agent %s (%s/%s, %s, cgo=%s, tags=%s)", version, runtime.GOOS, runtime.GOARCH, runtime.Version(), cgo, tags)
+	return fmt.Sprintf("robot-agent %s (%s/%s, %s, cgo=%s, tags=%s) %s", version, runtime.GOOS, runtime.GOARCH, runtime.Version(), cgo, tags, duplexShort())
 }

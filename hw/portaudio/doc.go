@@ -24,18 +24,30 @@
 // consumer ring in C memory (ring.c). PortAudio's callback thread runs a C
 // callback that copies from (output) or into (input) the ring and never
 // enters Go, so it does not depend on Go scheduling, the garbage collector
-// or a free P; it may run with real-time priority (DeviceConfig.NoRealtime).
+// or a free P; it moves its thread to SCHED_FIFO on its first callback
+// (DeviceConfig.RealtimePriority, best effort, logged once).
 // On the Go side, Sink.Write converts and appends to the ring and sleeps
 // while SinkConfig.BufferMS of audio is queued; Source.Read sleeps until
 // enough has been captured. The queue absorbs the Go side's lateness: under
 // saturated CPUs and a busy GC a goroutine wakes up to ~35 ms late on a
 // 2-core board, which is what BufferMS (60 ms by default) covers; the
-// device side meanwhile stays on time (BenchmarkHandoff compares this
-// design with a PortAudio callback into Go and with blocking writes).
+// device side does not wait for Go (BenchmarkHandoff in package
+// handoffbench compares this design with a PortAudio callback into Go and
+// with blocking writes).
 //
-// Queued output does not delay interrupts: Sink.Flush (called right after
-// the player's Interrupt) makes the next callback fade out over FadeMS what
-// is playing and drop everything written before the flush, including a
+// # Device timing
+//
+// Every callback also records its start, PortAudio's time info (DAC/ADC
+// buffer times, current time) and status flags into a lock-free record
+// ring that the Host's supervisor reads: lateness against the device
+// cadence (Cadence), buffer-time jitter, device under/overflows and the
+// device delay become metrics (and HostConfig.Timing sees every record);
+// Sink.DeviceLatency and Source.DeviceLatency (hw.LatencyReporter) are
+// computed from the newest record.
+//
+// Queued output does not delay interrupts: Sink.Flush (hw.Flusher, called
+// right after the player's Interrupt) makes the next callback fade out
+// within 4 ms what is playing and drop everything written before the flush, including a
 // block the writer computed before the flush and published after it
 // (generation tags). Underruns are concealed in the callback (the last
 // frame held and faded to zero, audio faded back in) and counted. Each
@@ -66,8 +78,8 @@
 //
 // A Host's methods are safe from any goroutine; its supervisor runs on its
 // own goroutine. Sink.Write is called by one goroutine (the player);
-// Source.Read by one (the capture pump); Flush, Latency, Up, Device and
-// Close from any. Close makes a blocked Write or Read return hw.ErrClosed.
+// Source.Read by one (the capture pump); Flush, Latency, DeviceLatency,
+// Up, Device and Close from any. Close makes a blocked Write or Read return hw.ErrClosed.
 // Write and Read do not allocate, lock or spin in steady state (they
 // allocate converters only when a device appears with a new format).
 package portaudio

@@ -277,3 +277,36 @@ func TestCRingFlushFadeCapped(t *testing.T) {
 		}
 	}
 }
+
+// Audio written after a flush under the new generation plays, even when
+// no callback ran between the flush and the write (hw.Flusher: a Write
+// that starts after Flush returns plays normally); what was queued before
+// is faded out and dropped.
+func TestCRingWriteAfterFlushPlays(t *testing.T) {
+	r := newTestRing(t, true, 4096, 1, 8, 0)
+	r.setFlushFade(8)
+	r.write(constant(1000, 1, 5000), r.flushGen())
+	out := make([]int16, 100)
+	r.render(out) // playing the old audio at full level after the fade-in
+	r.flush()
+	r.write(constant(300, 1, -7000), r.flushGen())
+	out = make([]int16, 400)
+	r.render(out)
+	for i := range 8 {
+		if out[i] < 0 || out[i] > 5000 {
+			t.Fatalf("fade-out sample %d = %d, want the old audio fading (0..5000)", i, out[i])
+		}
+	}
+	n := 0
+	for _, v := range out[8:] {
+		if v > 0 {
+			t.Fatalf("old audio after the flush fade: %v", out[:40])
+		}
+		if v == -7000 {
+			n++
+		}
+	}
+	if n < 280 {
+		t.Errorf("%d samples of the audio written after the flush played at full level, want ~292 (300 less the fade-in)", n)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/codec/wav"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/room"
 )
 
 // DefaultNoiseDBFS is the RMS level of the simulated noise floor.
@@ -35,6 +36,12 @@ type MicConfig struct {
 	NoiseDBFS float64
 	// Record keeps every produced sample in memory for Sent.
 	Record bool
+	// Room, if set, adds its echo (of a Speaker sharing it) and noise to
+	// what the mic captures.
+	Room *room.Path
+	// Latency is the simulated input latency: Read returns this long after
+	// its last sample was captured, and DeviceLatency reports it.
+	Latency time.Duration
 }
 
 // Mic is a simulated 16 kHz mono microphone. See the package documentation
@@ -49,6 +56,9 @@ type Mic struct {
 	started bool
 	t0      time.Duration
 	n       int64 // samples produced
+
+	room    *room.Path
+	latency time.Duration
 
 	mu       sync.Mutex
 	produced int64
@@ -84,7 +94,10 @@ func NewMic(cfg MicConfig, clk clock.Clock) (*Mic, error) {
 		}
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))
-	m := &Mic{clk: clk, pace: clock.NewPacer(clk), record: cfg.Record}
+	if cfg.Latency < 0 {
+		return nil, fmt.Errorf("sim: mic latency %v must not be negative", cfg.Latency)
+	}
+	m := &Mic{clk: clk, pace: clock.NewPacer(clk), record: cfg.Record, room: cfg.Room, latency: cfg.Latency}
 	m.noise = func(dst []int16) {
 		for i := range dst {
 			dst[i] = clamp16(sigma * rng.NormFloat64())
@@ -149,10 +162,13 @@ func (m *Mic) Read(dst []int16) (int, error) {
 		m.mu.Unlock()
 	}
 	end := m.n + int64(len(dst))
-	if err := m.pace.WaitUntil(m.t0 + durationOf(end, hw.MicFormat.SampleRate)); err != nil {
+	if err := m.pace.WaitUntil(m.t0 + durationOf(end, hw.MicFormat.SampleRate) + m.latency); err != nil {
 		return 0, hw.ErrClosed
 	}
 	m.fill(dst)
+	if m.room != nil {
+		m.room.Capture(roomIndex(m.t0)+m.n, dst)
+	}
 	m.n = end
 	m.mu.Lock()
 	m.produced = end
@@ -162,6 +178,9 @@ func (m *Mic) Read(dst []int16) (int, error) {
 	m.mu.Unlock()
 	return len(dst), nil
 }
+
+// DeviceLatency implements hw.LatencyReporter: MicConfig.Latency.
+func (m *Mic) DeviceLatency() time.Duration { return m.latency }
 
 // Close implements hw.AudioSource: a blocked or later Read returns
 // hw.ErrClosed. It is idempotent.

@@ -405,7 +405,7 @@ func TestSpeakerBlocksAndRecording(t *testing.T) {
 	if err := s.Write(p); err != nil {
 		t.Fatal(err)
 	}
-	wantBlocks := []Block{{0, 480}, {20 * time.Millisecond, 480}, {40 * time.Millisecond, 480}, {160 * time.Millisecond, 240}}
+	wantBlocks := []Block{{0, 480, 480}, {20 * time.Millisecond, 480, 480}, {40 * time.Millisecond, 480, 480}, {160 * time.Millisecond, 240, 240}}
 	if got := s.Blocks(); !slices.Equal(got, wantBlocks) {
 		t.Errorf("Blocks = %v, want %v", got, wantBlocks)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/codec/wav"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/room"
 )
 
 // DefaultBlockLog is how many Blocks a Speaker remembers by default.
@@ -31,16 +32,27 @@ type SpeakerConfig struct {
 	// BlockLog is how many of the most recent Blocks are remembered (a ring
 	// preallocated by NewSpeaker); 0 means DefaultBlockLog.
 	BlockLog int
+	// Room, if set, receives what plays (the first channel), positioned at
+	// the time it plays plus Latency: the echo path to a Mic sharing it.
+	Room *room.Path
+	// Latency is the simulated output latency: a block written reaches the
+	// room this long after it starts playing on the Speaker's clock, and
+	// DeviceLatency reports it (0: none).
+	Latency time.Duration
 }
 
 // Block is one Write as the Speaker played it.
 type Block struct {
 	At     time.Duration // clock.Mono when the block started playing
-	Frames int
+	Frames int           // frames played (fewer than Written after a Flush)
+	// Written is how many frames Write was given (what Samples holds for
+	// the block).
+	Written int
 }
 
-// Speaker is a simulated speaker. Write plays a block for its duration on
-// the clock: a block starts when the previous one ends, or at the time of
+// Speaker is a simulated speaker. It implements hw.Flusher (Flush cuts
+// the block being played with a 4 ms fade). Write plays a block for its
+// duration on the clock: a block starts when the previous one ends, or at the time of
 // the Write call if the device ran dry (the call came more than one period
 // after the previous block ended: an underrun, counted), and Write returns
 // when the block ends. See the package documentation for concurrency.
@@ -65,6 +77,18 @@ type Speaker struct {
 	blocks    []Block // ring
 	nblocks   int     // total blocks ever written
 	underruns int
+
+	// The block being played (set by Write, cut by Flush).
+	curAt     time.Duration // start
+	curFrames int64
+	curKeep   int           // index in samples of its first sample (Keep)
+	curEnd    time.Duration // end, or fade end after a Flush
+	cut       bool          // Flush cut the current block
+	flushes   int
+
+	room    *room.Path
+	latency time.Duration
+	mono    []int16 // first channel for the room (Write goroutine)
 }
 
 // NewSpeaker returns a Speaker for cfg driven by clk.
@@ -82,7 +106,10 @@ func NewSpeaker(cfg SpeakerConfig, clk clock.Clock) (*Speaker, error) {
 	if cfg.PeriodFrames < 0 || cfg.BlockLog < 0 {
 		return nil, fmt.Errorf("sim: speaker period %d frames / block log %d must not be negative", cfg.PeriodFrames, cfg.BlockLog)
 	}
-	s := &Speaker{clk: clk, pace: clock.NewPacer(clk), format: f, period: cfg.PeriodFrames, keep: cfg.Keep}
+	if cfg.Latency < 0 {
+		return nil, fmt.Errorf("sim: speaker latency %v must not be negative", cfg.Latency)
+	}
+	s := &Speaker{clk: clk, pace: clock.NewPacer(clk), format: f, period: cfg.PeriodFrames, keep: cfg.Keep, room: cfg.Room, latency: cfg.Latency}
 	if s.period == 0 {
 		s.period = f.SampleRate / 50
 	}
@@ -140,8 +167,10 @@ func (s *Speaker) Write(p []int16) error {
 	if underrun {
 		s.underruns++
 	}
-	s.blocks[s.nblocks%len(s.blocks)] = Block{At: at, Frames: int(frames)}
+	s.blocks[s.nblocks%len(s.blocks)] = Block{At: at, Frames: int(frames), Written: int(frames)}
 	s.nblocks++
+	s.curAt, s.curFrames, s.curKeep = at, frames, len(s.samples)
+	s.curEnd, s.cut = s.base+durationOf(s.frames, s.format.SampleRate), false
 	if s.keep {
 		s.samples = append(s.samples, p...)
 	}
@@ -150,10 +179,98 @@ func (s *Speaker) Write(p []int16) error {
 	}
 	s.mu.Unlock()
 
-	if err := s.pace.WaitUntil(s.base + durationOf(s.frames, s.format.SampleRate)); err != nil {
-		return hw.ErrClosed
+	if s.room != nil {
+		mono := p
+		if ch := s.format.Channels; ch > 1 {
+			if cap(s.mono) < len(p)/ch {
+				s.mono = make([]int16, len(p)/ch)
+			}
+			mono = s.mono[:len(p)/ch]
+			for i := range mono {
+				mono[i] = p[i*ch]
+			}
+		}
+		s.room.Play(roomIndex(at+s.latency), mono, s.format.SampleRate)
 	}
-	return nil
+
+	// Wait for the block to play, in steps of at most flushStep so that a
+	// Flush can end it early.
+	for {
+		s.mu.Lock()
+		end, cut := s.curEnd, s.cut
+		s.mu.Unlock()
+		now := s.clk.Mono()
+		if now >= end {
+			if cut {
+				// The next block follows the fade, not the discarded rest.
+				s.base, s.frames = end, 0
+			}
+			return nil
+		}
+		if err := s.pace.WaitUntil(min(end, now+flushStep)); err != nil {
+			return hw.ErrClosed
+		}
+	}
+}
+
+// flushStep bounds how late a Write notices a Flush.
+const flushStep = time.Millisecond
+
+// flushFadeFrames is the fade Flush applies (4 ms at 24 kHz; scaled).
+func (s *Speaker) flushFadeFrames() int64 { return int64(s.format.SampleRate) * 4 / 1000 }
+
+// Flush implements hw.Flusher: the block playing now is faded to zero over
+// 4 ms from the current position and the rest of it is discarded (in the
+// recorded samples too, with Keep; the WAV file keeps what was written);
+// the Write playing it returns when the fade ends. It returns the number
+// of frames discarded. Any goroutine; it never blocks on the device.
+func (s *Speaker) Flush() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.clk.Mono()
+	if s.closed || s.cut || now >= s.curEnd || now < s.curAt {
+		return 0
+	}
+	ch := int64(s.format.Channels)
+	pos := int64((now-s.curAt)*time.Duration(s.format.SampleRate)/time.Second) + 1
+	fade := s.flushFadeFrames()
+	if pos+fade >= s.curFrames {
+		return 0 // ends within the fade anyway
+	}
+	if s.keep {
+		blk := s.samples[s.curKeep : s.curKeep+int(s.curFrames*ch)]
+		for f := pos; f < s.curFrames; f++ {
+			g := max(0, fade-(f-pos)-1) // fade-1 .. 0, then 0
+			for c := range ch {
+				i := f*ch + c
+				blk[i] = int16(int64(blk[i]) * g / fade)
+			}
+		}
+	}
+	s.cut = true
+	s.curEnd = s.curAt + durationOf(pos+fade, s.format.SampleRate)
+	s.flushes++
+	if b := &s.blocks[(s.nblocks-1)%len(s.blocks)]; b.At == s.curAt {
+		b.Frames = int(pos + fade)
+	}
+	return int(s.curFrames - pos - fade)
+}
+
+// Flushes returns how many Flush calls cut a block.
+func (s *Speaker) Flushes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.flushes
+}
+
+// DeviceLatency implements hw.LatencyReporter: Write returns when its
+// block has played, so the latency is SpeakerConfig.Latency.
+func (s *Speaker) DeviceLatency() time.Duration { return s.latency }
+
+// roomIndex converts a clock.Mono time to a 16 kHz sample index of the
+// room's common timeline.
+func roomIndex(t time.Duration) int64 {
+	return int64(t/time.Second)*room.Rate + int64(t%time.Second)*room.Rate/int64(time.Second)
 }
 
 // Close implements hw.AudioSink: a blocked Write returns hw.ErrClosed, the
@@ -192,6 +309,18 @@ func (s *Speaker) Samples() []int16 {
 		return nil
 	}
 	return append([]int16(nil), s.samples...)
+}
+
+// SamplesFrom returns a copy of the samples written from index i on (nil
+// unless SpeakerConfig.Keep is set); with Samples' length it lets a long
+// test read what was played incrementally.
+func (s *Speaker) SamplesFrom(i int) []int16 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.keep || i >= len(s.samples) {
+		return nil
+	}
+	return append([]int16(nil), s.samples[max(i, 0):]...)
 }
 
 // Blocks returns the most recent blocks (up to SpeakerConfig.BlockLog),

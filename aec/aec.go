@@ -1,0 +1,182 @@
+// Package aec is the robot's acoustic echo canceller: it removes from the
+// microphone signal the robot's own voice, using as far-end reference the
+// exact samples handed to the output device.
+//
+// Three parts:
+//
+//   - Canceller: one library's echo canceller (+ optional noise
+//     suppression) on 10 ms frames of 16 kHz mono. Implementations wrap
+//     WebRTC's audio processing module (build tag webrtcapm,
+//     libwebrtc-audio-processing) and speexdsp's MDF canceller with its
+//     preprocessor (build tag speexdsp, libspeexdsp); without the tag their
+//     constructors fail with an error wrapping ErrNotBuiltIn. KindNone
+//     passes the mic through (the baseline of every measurement).
+//   - Reference: the far-end reference, a lock-free single-producer /
+//     single-consumer ring of 16 kHz samples positioned on the agent clock
+//     at the time they reach the DAC (from hw.LatencyReporter). Tap wraps
+//     the speaker to fill it.
+//   - Source: wraps the mic; every Read pulls the far-end samples that were
+//     playing when the mic captured its samples (again via
+//     hw.LatencyReporter), refines the alignment with a delay estimator
+//     (envelope cross-correlation, which also follows clock drift between
+//     separate devices), and runs the Canceller.
+//
+// # Concurrency
+//
+// Tap.Write runs on the playback goroutine (the Reference's producer),
+// Source.Read on the capture goroutine (its consumer). Neither locks or
+// allocates per frame.
+package aec
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Rate and FrameSamples: the cancellers work on 10 ms frames at 16 kHz.
+const (
+	Rate         = 16000
+	FrameSamples = Rate / 100
+)
+
+// Canceller kinds.
+const (
+	KindNone   = "none"
+	KindWebRTC = "webrtc"
+	KindSpeex  = "speex"
+)
+
+// Kinds lists the accepted kinds.
+var Kinds = []string{KindNone, KindWebRTC, KindSpeex}
+
+// Errors.
+var (
+	// ErrNotBuiltIn: the canceller's library was not compiled in.
+	ErrNotBuiltIn = errors.New("aec: canceller not built into this binary")
+	// ErrConfig wraps invalid options.
+	ErrConfig = errors.New("aec: invalid options")
+)
+
+// Canceller removes the echo of far from near. Process is called from one
+// goroutine; near, far and out hold FrameSamples samples; out may be near.
+// It does not allocate.
+type Canceller interface {
+	Kind() string
+	Process(out, near, far []int16)
+	// Reset forgets the adapted echo path (the far end was shifted in
+	// time: re-adapting from scratch is faster than unlearning).
+	Reset()
+	Close() error
+}
+
+// Options configure a Canceller.
+type Options struct {
+	// Kind is KindWebRTC, KindSpeex or KindNone.
+	Kind string `yaml:"kind"`
+	// TailMS is the echo tail the adaptive filter models (speex; default
+	// 128 ms). WebRTC's filter length is fixed (extended filter).
+	TailMS int `yaml:"tail_ms"`
+	// NoiseSuppression turns on the library's noise suppressor after the
+	// canceller.
+	NoiseSuppression bool `yaml:"noise_suppression"`
+	// AGC turns on the library's automatic gain control.
+	AGC bool `yaml:"agc"`
+	// Suppression is the WebRTC residual-echo suppressor's aggressiveness:
+	// "low", "moderate" or "high" (default DefaultSuppression). Higher
+	// removes more residual echo and more of the user's voice in
+	// double-talk.
+	Suppression string `yaml:"suppression"`
+}
+
+// Suppression levels.
+var suppressionLevels = []string{"low", "moderate", "high"}
+
+// DefaultSuppression is the measured default (docs/audio.md).
+const DefaultSuppression = "moderate"
+
+func suppressionLevel(s string) int {
+	for i, v := range suppressionLevels {
+		if v == s {
+			return i
+		}
+	}
+	return 1
+}
+
+// DefaultTailMS is the speex filter length.
+const DefaultTailMS = 128
+
+func (o Options) withDefaults() Options {
+	if o.TailMS == 0 {
+		o.TailMS = DefaultTailMS
+	}
+	if o.Suppression == "" {
+		o.Suppression = DefaultSuppression
+	}
+	return o
+}
+
+// Validate checks o, naming field and value.
+func (o Options) Validate() error {
+	var errs []error
+	switch o.Kind {
+	case KindNone, KindWebRTC, KindSpeex:
+	default:
+		errs = append(errs, fmt.Errorf("%w: kind %q is not one of %v", ErrConfig, o.Kind, Kinds))
+	}
+	if o.Suppression != "" && suppressionLevel(o.Suppression) == 1 && o.Suppression != "moderate" {
+		errs = append(errs, fmt.Errorf("%w: suppression %q is not one of %v", ErrConfig, o.Suppression, suppressionLevels))
+	}
+	if o.TailMS < 0 || o.TailMS > 1000 {
+		errs = append(errs, fmt.Errorf("%w: tail_ms %d out of range 0..1000", ErrConfig, o.TailMS))
+	}
+	return errors.Join(errs...)
+}
+
+// New returns the Canceller for o.
+func New(o Options) (Canceller, error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	switch o.Kind {
+	case KindWebRTC:
+		return newWebRTC(o)
+	case KindSpeex:
+		return newSpeex(o)
+	}
+	return passthrough{}, nil
+}
+
+// Available lists the kinds this binary can run (KindNone always).
+func Available() []string {
+	out := []string{KindNone}
+	if webrtcBuiltIn {
+		out = append(out, KindWebRTC)
+	}
+	if speexBuiltIn {
+		out = append(out, KindSpeex)
+	}
+	return out
+}
+
+// Best returns the default kind for this binary: the measured best that is
+// built in (docs/audio.md: WebRTC, then speex), or KindNone.
+func Best() string {
+	switch {
+	case webrtcBuiltIn:
+		return KindWebRTC
+	case speexBuiltIn:
+		return KindSpeex
+	}
+	return KindNone
+}
+
+type passthrough struct{}
+
+func (passthrough) Kind() string { return KindNone }
+func (passthrough) Process(out, near, _ []int16) {
+	copy(out, near)
+}
+func (passthrough) Close() error { return nil }
+func (passthrough) Reset()       {}

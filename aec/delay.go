@@ -1,0 +1,127 @@
+package aec
+
+import "math"
+
+// DelayEstimator finds the echo delay: the lag at which the far-end
+// reference best explains the mic, by normalised cross-correlation of
+// 2 ms amplitude envelopes over the last two seconds. It needs far-end
+// activity and an echo that stands out of the near-end; otherwise it keeps
+// its previous estimate. One goroutine; no allocation after construction.
+type DelayEstimator struct {
+	maxLag       int // in envelope steps
+	far, mic     []float32
+	n            int // envelope samples so far
+	accF, accM   float32
+	acc          int
+	every, since int
+	est          int // samples
+	conf         float32
+	have         bool
+	pending      int
+	pendingCount int
+}
+
+const (
+	envStep   = 32 // 2 ms at 16 kHz
+	envWindow = 1000
+	minWindow = 250 // 0.5 s: the first estimates come from what history there is
+)
+
+// NewDelayEstimator returns an estimator for delays of 0..maxMS.
+func NewDelayEstimator(maxMS int) *DelayEstimator {
+	ml := maxMS * Rate / 1000 / envStep
+	return &DelayEstimator{maxLag: ml, far: make([]float32, envWindow+ml), mic: make([]float32, envWindow), every: 250}
+}
+
+// Push adds aligned far and mic samples (same length).
+func (d *DelayEstimator) Push(far, mic []int16) {
+	for i := range far {
+		d.accF += float32(math.Abs(float64(far[i])))
+		d.accM += float32(math.Abs(float64(mic[i])))
+		d.acc++
+		if d.acc == envStep {
+			copy(d.far, d.far[1:])
+			d.far[len(d.far)-1] = d.accF / envStep
+			copy(d.mic, d.mic[1:])
+			d.mic[len(d.mic)-1] = d.accM / envStep
+			d.accF, d.accM, d.acc = 0, 0, 0
+			d.n++
+			d.since++
+			every := d.every
+			if !d.have {
+				every = 50
+			}
+			if d.n >= d.maxLag+minWindow && d.since >= every {
+				d.since = 0
+				d.update(min(d.n-d.maxLag, envWindow))
+			}
+		}
+	}
+}
+
+func (d *DelayEstimator) update(w int) {
+	mic := d.mic[len(d.mic)-w:]
+	mm, me := meanEnergy(mic)
+	if me == 0 {
+		return
+	}
+	best, bestLag := float32(-2), 0
+	for lag := 0; lag <= d.maxLag; lag++ {
+		// mic[i] pairs with far[i + maxLag - lag] (far leads by lag).
+		f := d.far[len(d.far)-lag-w : len(d.far)-lag]
+		fm, fe := meanEnergy(f)
+		if fe == 0 {
+			continue
+		}
+		var c float32
+		for i, v := range mic {
+			c += (v - mm) * (f[i] - fm)
+		}
+		c /= float32(math.Sqrt(float64(fe * me)))
+		if c > best {
+			best, bestLag = c, lag
+		}
+	}
+	d.conf = best
+	if best < 0.4 {
+		return
+	}
+	lag := bestLag * envStep
+	// Accept a new value after two agreeing estimates.
+	if d.have && abs(lag-d.est) <= envStep {
+		d.pendingCount = 0
+		return
+	}
+	if abs(lag-d.pending) <= envStep {
+		d.pendingCount++
+	} else {
+		d.pending, d.pendingCount = lag, 1
+	}
+	if d.pendingCount >= 2 || !d.have {
+		d.est, d.have = lag, true
+	}
+}
+
+func meanEnergy(s []float32) (mean, energy float32) {
+	for _, v := range s {
+		mean += v
+	}
+	mean /= float32(len(s))
+	for _, v := range s {
+		energy += (v - mean) * (v - mean)
+	}
+	return mean, energy
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// Delay returns the current estimate in samples and whether there is one.
+func (d *DelayEstimator) Delay() (int, bool) { return d.est, d.have }
+
+// Confidence is the peak correlation of the last update (-1..1).
+func (d *DelayEstimator) Confidence() float32 { return d.conf }

@@ -1,0 +1,224 @@
+package aec
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/hw"
+)
+
+// SourceConfig tunes the alignment of a Source.
+type SourceConfig struct {
+	// MaxDelayMS is the longest echo delay the estimator searches beyond
+	// the device latencies (default 400).
+	MaxDelayMS int
+	// MarginMS is how much earlier than the estimated delay the far end is
+	// handed to the canceller, so that the echo falls inside its filter
+	// even if the delay shrinks a little (default 8).
+	MarginMS int
+	// FixedDelayMS > 0 disables the estimator and uses this delay.
+	FixedDelayMS int
+	// DoubleTalkDB: while the far end plays, a Read whose echo was
+	// reduced by more than this (mic energy over output energy) holds only
+	// residual echo and no near-end speech, and EchoDominated reports true
+	// for it (default DefaultDoubleTalkDB; negative: never).
+	DoubleTalkDB float64
+}
+
+// DefaultDoubleTalkDB is the measured default (docs/audio.md).
+const DefaultDoubleTalkDB = 12.0
+
+// farActive is the far-end level (RMS, samples) above which the speaker
+// counts as playing for the double-talk decision (about -60 dBFS).
+const farActive = 33.0
+
+// farTail is how long after the far end stops (ms) its echo and the
+// suppressor's release still count as echo for EchoDominated.
+const farTail = 400
+
+// convergedReads: until the canceller has removed more than DoubleTalkDB
+// on this many reads, every read while the far end plays counts as echo
+// (half duplex for the first seconds of the first reply; 25 let the
+// first reply interrupt itself through the real PulseAudio echo path).
+const convergedReads = 100
+
+// onsetGuard (ms) is the stretch after the far end starts in which a mic
+// level explained by the learned echo path counts as echo.
+const onsetGuard = 300
+
+// Source is an hw.AudioSource that cancels the echo of the Reference in
+// what src captures. Read is called by one goroutine (the capture pump).
+// Reads should be whole multiples of FrameSamples (10 ms); the remainder
+// of any other length passes through uncancelled.
+type Source struct {
+	src hw.AudioSource
+	ref *Reference
+	c   Canceller
+	clk clock.Clock
+	lat hw.LatencyReporter
+	est *DelayEstimator
+	cfg SourceConfig
+
+	far, farRaw, out []int16
+	next             int64 // reference index of the next mic sample
+	anchored         bool
+	bulk             int // samples of delay taken out before the canceller
+	frames           atomic.Int64
+	shifts           atomic.Int64
+	echoOnly         atomic.Bool
+	farHang          int     // samples the far end still counts as playing (echo tail, suppressor release)
+	farSince         int     // samples since the far end started playing after a pause
+	erl              float64 // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
+	echoReads        int     // reads the canceller has shown to be converged on (up to convergedReads)
+	dtRatio          float64 // linear energy ratio of DoubleTalkDB
+	delaySamples     atomic.Int64
+}
+
+// NewSource wraps src (16 kHz mono) with canceller c using ref.
+func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock, cfg SourceConfig) *Source {
+	if cfg.MaxDelayMS == 0 {
+		cfg.MaxDelayMS = 400
+	}
+	if cfg.MarginMS == 0 {
+		cfg.MarginMS = 8
+	}
+	if cfg.DoubleTalkDB == 0 {
+		cfg.DoubleTalkDB = DefaultDoubleTalkDB
+	}
+	s := &Source{src: src, ref: ref, c: c, clk: clk, cfg: cfg,
+		far: make([]int16, FrameSamples), farRaw: make([]int16, FrameSamples), out: make([]int16, FrameSamples)}
+	if l, ok := src.(hw.LatencyReporter); ok {
+		s.lat = l
+	}
+	s.dtRatio = math.Pow(10, cfg.DoubleTalkDB/10)
+	if cfg.FixedDelayMS > 0 {
+		s.bulk = max(0, (cfg.FixedDelayMS-cfg.MarginMS)*Rate/1000)
+	} else {
+		s.est = NewDelayEstimator(cfg.MaxDelayMS)
+	}
+	return s
+}
+
+// Format implements hw.AudioSource.
+func (s *Source) Format() hw.AudioFormat { return s.src.Format() }
+
+// Close implements hw.AudioSource (closes src, not the canceller).
+func (s *Source) Close() error { return s.src.Close() }
+
+// Unwrap returns the wrapped source.
+func (s *Source) Unwrap() hw.AudioSource { return s.src }
+
+// Kind returns the canceller's kind.
+func (s *Source) Kind() string { return s.c.Kind() }
+
+// DeviceLatency implements hw.LatencyReporter by forwarding.
+func (s *Source) DeviceLatency() time.Duration {
+	if s.lat == nil {
+		return 0
+	}
+	return s.lat.DeviceLatency()
+}
+
+// EstimatedDelay is the echo delay beyond the device latencies found by the
+// estimator (or the fixed one). Any goroutine.
+func (s *Source) EstimatedDelay() time.Duration {
+	return time.Duration(s.delaySamples.Load()) * time.Second / Rate
+}
+
+// Shifts counts changes of the delay taken out before the canceller (each
+// makes the canceller re-adapt). Any goroutine.
+func (s *Source) Shifts() int64 { return s.shifts.Load() }
+
+// Read implements hw.AudioSource.
+func (s *Source) Read(dst []int16) (int, error) {
+	n, err := s.src.Read(dst)
+	if err != nil || n <= 0 {
+		return n, err
+	}
+	t := s.clk.Mono() - time.Duration(n)*time.Second/Rate
+	if s.lat != nil {
+		t -= s.lat.DeviceLatency()
+	}
+	idx := s.ref.index(t)
+	if d := idx - s.next; !s.anchored || d > int64(reanchor*Rate/time.Second) || d < -int64(reanchor*Rate/time.Second) {
+		s.next, s.anchored = idx, true
+	}
+	var eMic, eOut, eFar float64
+	for off := 0; off+FrameSamples <= n; off += FrameSamples {
+		near := dst[off : off+FrameSamples]
+		if s.est != nil {
+			s.ref.readAt(s.farRaw, s.next)
+			s.est.Push(s.farRaw, near)
+			if d, ok := s.est.Delay(); ok {
+				s.delaySamples.Store(int64(d))
+				want := max(0, d-s.cfg.MarginMS*Rate/1000)
+				if abs(want-s.bulk) > s.cfg.MarginMS*Rate/2000 {
+					s.bulk = want
+					s.shifts.Add(1)
+					s.c.Reset()
+				}
+			}
+		} else {
+			s.delaySamples.Store(int64(s.bulk + s.cfg.MarginMS*Rate/1000))
+		}
+		s.ref.readAt(s.far, s.next-int64(s.bulk))
+		eMic += energy(near)
+		eFar += energy(s.far)
+		s.c.Process(s.out, near, s.far)
+		eOut += energy(s.out)
+		copy(near, s.out)
+		s.next += FrameSamples
+		s.frames.Add(1)
+	}
+	if eFar > farActive*farActive*float64(n) {
+		if s.farHang == 0 {
+			s.farSince = 0
+		}
+		s.farHang = farTail * Rate / 1000
+		s.farSince += n
+	} else {
+		s.farHang = max(s.farHang-n, 0)
+	}
+	echo := s.farHang > 0 && eMic > s.dtRatio*eOut
+	if echo && s.echoReads < convergedReads {
+		s.echoReads++
+	}
+	if s.farHang > 0 && s.echoReads < convergedReads {
+		// Not converged yet (first reply after start): half duplex.
+		echo = true
+	}
+	if echo && eFar > 0 {
+		// The canceller removed most of it: mostly echo. Learn the echo
+		// path's gain from it.
+		if r := eMic / eFar; s.erl == 0 {
+			s.erl = r
+		} else {
+			s.erl += 0.05 * (r - s.erl)
+		}
+	}
+	// When the far end starts after a pause the cancellers let the first
+	// ~100 ms of echo through; there, a mic level the learned echo path
+	// explains is echo too.
+	if !echo && s.farHang > 0 && s.farSince <= onsetGuard*Rate/1000 && s.erl > 0 && eMic < 4*s.erl*eFar {
+		echo = true
+	}
+	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && echo)
+	return n, nil
+}
+
+// EchoDominated reports whether the last Read held only residual echo: the
+// far end was playing and the canceller removed more than DoubleTalkDB. The
+// capture pump uses it (capture.OnsetGuard) so the robot's own voice does
+// not start an utterance while the user's voice, which the canceller
+// cannot remove, still does. Any goroutine.
+func (s *Source) EchoDominated() bool { return s.echoOnly.Load() }
+
+func energy(p []int16) float64 {
+	var e float64
+	for _, v := range p {
+		e += float64(v) * float64(v)
+	}
+	return e
+}

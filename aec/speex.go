@@ -1,0 +1,83 @@
+//go:build speexdsp && cgo
+
+package aec
+
+/*
+#cgo pkg-config: speexdsp
+#include <stdlib.h>
+#include <speex/speex_echo.h>
+#include <speex/speex_preprocess.h>
+
+static SpeexEchoState* aec_speex_echo(int frame, int tail, int rate) {
+	SpeexEchoState* st = speex_echo_state_init(frame, tail);
+	if (st) speex_echo_ctl(st, SPEEX_ECHO_SET_SAMPLING_RATE, &rate);
+	return st;
+}
+static SpeexPreprocessState* aec_speex_pre(int frame, int rate, SpeexEchoState* echo, int denoise, int agc) {
+	SpeexPreprocessState* pp = speex_preprocess_state_init(frame, rate);
+	if (!pp) return pp;
+	speex_preprocess_ctl(pp, SPEEX_PREPROCESS_SET_ECHO_STATE, echo);
+	speex_preprocess_ctl(pp, SPEEX_PREPROCESS_SET_DENOISE, &denoise);
+	speex_preprocess_ctl(pp, SPEEX_PREPROCESS_SET_AGC, &agc);
+	return pp;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+)
+
+const speexBuiltIn = true
+
+type speexAEC struct {
+	st  *C.SpeexEchoState
+	pp  *C.SpeexPreprocessState
+	tmp []int16 // preallocated: a stack array passed to C would escape
+}
+
+func newSpeex(o Options) (Canceller, error) {
+	st := C.aec_speex_echo(FrameSamples, C.int(o.TailMS*Rate/1000), Rate)
+	if st == nil {
+		return nil, errors.New("aec: speex_echo_state_init failed")
+	}
+	b := func(v bool) C.int {
+		if v {
+			return 1
+		}
+		return 0
+	}
+	pp := C.aec_speex_pre(FrameSamples, Rate, st, b(o.NoiseSuppression), b(o.AGC))
+	if pp == nil {
+		C.speex_echo_state_destroy(st)
+		return nil, errors.New("aec: speex_preprocess_state_init failed")
+	}
+	return &speexAEC{st: st, pp: pp, tmp: make([]int16, FrameSamples)}, nil
+}
+
+func (s *speexAEC) Kind() string { return KindSpeex }
+
+func (s *speexAEC) Process(out, near, far []int16) {
+	_, _ = near[FrameSamples-1], far[FrameSamples-1]
+	_ = out[FrameSamples-1]
+	tmp := s.tmp
+	C.speex_echo_cancellation(s.st, (*C.spx_int16_t)(unsafe.Pointer(&near[0])), (*C.spx_int16_t)(unsafe.Pointer(&far[0])), (*C.spx_int16_t)(unsafe.Pointer(&tmp[0])))
+	// The preprocessor runs the residual-echo suppressor (and NS/AGC).
+	C.speex_preprocess_run(s.pp, (*C.spx_int16_t)(unsafe.Pointer(&tmp[0])))
+	copy(out, tmp)
+}
+
+func (s *speexAEC) Reset() { C.speex_echo_state_reset(s.st) }
+
+func (s *speexAEC) Close() error {
+	if s.pp != nil {
+		C.speex_preprocess_state_destroy(s.pp)
+		s.pp = nil
+	}
+	if s.st != nil {
+		C.speex_echo_state_destroy(s.st)
+		s.st = nil
+	}
+	return nil
+}

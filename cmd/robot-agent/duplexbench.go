@@ -1,0 +1,334 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/robot-agent/robot-agent/aec"
+	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/codec/wav"
+	"github.com/robot-agent/robot-agent/duplex"
+	"github.com/robot-agent/robot-agent/room"
+	"github.com/robot-agent/robot-agent/vad"
+)
+
+const duplexUsage = `Usage: robot-agent duplex-bench [flags]
+
+Measures the full-duplex capture chain (echo canceller -> noise suppressor ->
+VAD -> uplink framing, the code the agent runs) on a simulated echo path.
+The far end (the robot's reply, --far, any WAV) is played --replies times
+through the speaker tap and a simulated room (delay, echo gain, impulse
+response, loudspeaker non-linearity, clock drift, noise); with --barge-in the
+near end (--near, any WAV: the user's phrase) starts in the middle of every
+reply. Without --far/--near, espeak-ng speech is generated (or the
+simulator's speech-like signal when espeak-ng is missing).
+
+Prints one row per canceller (--aec, side by side in the same run): ERLE in
+far-end-only stretches (first 2 s of echo and after), correlation with the
+clean near end in double-talk, VAD frame precision/recall, onset delays,
+clipped first syllables, false barge-ins (utterances started without
+near-end speech), barge-ins detected within 300 ms, the delay estimate, and
+the chain's CPU per second of audio. --vad-compare instead compares the VAD
+detectors on the near end mixed with pink and motor noise at 20/10/5/0 dB.
+
+Flags:
+`
+
+type duplexFlags struct {
+	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded string
+	replies, gapMS, vadMode, seed, tailMS                                                        int
+	bargeIn, vadCompare, ns                                                                      bool
+	ser, snr, farDB, dtDB                                                                        float64
+	rc                                                                                           room.Config
+}
+
+func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
+	f := duplexFlags{}
+	fs := flag.NewFlagSet("duplex-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, duplexUsage); fs.PrintDefaults() }
+	fs.StringVar(&f.far, "far", "", "far-end WAV (the robot's reply; any rate, mono or stereo)")
+	fs.StringVar(&f.near, "near", "", "near-end WAV (the user's phrase)")
+	fs.StringVar(&f.out, "out", "", "write the uplink (what the pump delivered, 16 kHz) to this WAV; with several --aec, NAME-<kind>.wav")
+	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex)")
+	fs.BoolVar(&f.ns, "ns", false, "turn on the canceller library's noise suppressor")
+	fs.StringVar(&f.suppression, "suppression", aec.DefaultSuppression, "webrtc residual echo suppression: low, moderate, high")
+	fs.IntVar(&f.tailMS, "tail-ms", 0, "speex filter length (default 128)")
+	fs.Float64Var(&f.dtDB, "double-talk-db", aec.DefaultDoubleTalkDB, "onset guard: reads with more echo removed than this hold no user speech")
+	fs.IntVar(&f.replies, "replies", 10, "how many replies (trials)")
+	fs.IntVar(&f.gapMS, "gap-ms", 1000, "silence between replies")
+	fs.BoolVar(&f.bargeIn, "barge-in", false, "the near end talks over every reply")
+	fs.Float64Var(&f.ser, "ser-db", 0, "speech-to-echo ratio at the mic (near-end level minus echo level)")
+	fs.Float64Var(&f.snr, "snr-db", 10, "near-end level over noise level")
+	fs.StringVar(&f.noise, "noise", room.NoiseNone, "noise kind: none, white, pink, motor, babble")
+	fs.Float64Var(&f.farDB, "far-dbfs", -20, "active level of the far end as played")
+	fs.Float64Var(&f.rc.DelayMS, "delay-ms", 60, "echo delay beyond the device latencies")
+	fs.Float64Var(&f.rc.EchoGainDB, "echo-gain-db", 0, "echo level relative to the played level (-ERL)")
+	fs.Float64Var(&f.rc.RT60, "rt60", 0.3, "reverberation time of the synthetic impulse response, s (0: direct path only)")
+	fs.Float64Var(&f.rc.DRRDB, "drr-db", 6, "direct-to-reverberant ratio of the synthetic impulse response")
+	fs.StringVar(&f.irWAV, "ir-wav", "", "impulse response WAV instead of the synthetic one")
+	fs.Float64Var(&f.rc.SoftClip, "soft-clip", 0, "loudspeaker non-linearity tanh(k x)/k, k (0: linear)")
+	fs.Float64Var(&f.rc.DriftPPM, "drift-ppm", 100, "mic clock faster than the speaker's by this many ppm")
+	fs.StringVar(&f.vadKind, "vad", vad.KindEnergy, "VAD detector: energy, webrtc, speex")
+	fs.IntVar(&f.vadMode, "vad-mode", 0, "webrtc aggressiveness 0..3 / speex start probability %")
+	fs.StringVar(&f.mode, "mode", capture.ModeVAD, "capture mode: vad or continuous")
+	fs.IntVar(&f.seed, "seed", 1, "seed for the room, noise and barge-in positions")
+	fs.BoolVar(&f.vadCompare, "vad-compare", false, "compare the VAD detectors on near end + noise instead")
+	fs.StringVar(&f.echoPlayed, "echo-played", "", "with --echo-recorded: measure a real echo path (make hil): the WAV played through the speaker")
+	fs.StringVar(&f.echoRecorded, "echo-recorded", "", "the WAV the mic recorded meanwhile; prints the delay and echo gain (ERL)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	f.rc.IRWAV, f.rc.Seed = f.irWAV, uint64(f.seed)
+	if f.echoPlayed != "" || f.echoRecorded != "" {
+		return measureEcho(f.echoPlayed, f.echoRecorded, stdout, stderr)
+	}
+	kinds := strings.Split(f.aecKinds, ",")
+	for _, k := range kinds {
+		if !slices.Contains(aec.Kinds, k) {
+			fmt.Fprintf(stderr, "robot-agent: duplex-bench: --aec %q is not one of %v\n", k, aec.Kinds)
+			return 2
+		}
+	}
+	if !slices.Contains(room.NoiseKinds, f.noise) {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --noise %q is not one of %v\n", f.noise, room.NoiseKinds)
+		return 2
+	}
+	if err := f.rc.Validate(); err != nil {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", strings.ReplaceAll(err.Error(), "\n", "; "))
+		return 2
+	}
+	if f.replies < 1 || f.replies > 10000 {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --replies %d out of range 1..10000\n", f.replies)
+		return 2
+	}
+	far, near, src, err := loadSpeech(f.far, f.near)
+	if err != nil {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
+		return 2
+	}
+	if f.vadCompare {
+		return vadCompare(f, near, src, stdout, stderr)
+	}
+	fmt.Fprintf(stdout, "duplex-bench: speech %s; far %.1f s x %d replies, near %.1f s%s; room delay %v ms, echo gain %v dB, RT60 %v s, soft clip %v, drift %v ppm; noise %s at SNR %v dB; SER %v dB; VAD %s (%s mode)\n",
+		src, float64(len(far))/duplex.FarRate, f.replies, float64(len(near))/duplex.NearRate, map[bool]string{true: " (barge-in every reply)", false: " (not used: far end only)"}[f.bargeIn],
+		f.rc.DelayMS, f.rc.EchoGainDB, f.rc.RT60, f.rc.SoftClip, f.rc.DriftPPM, f.noise, f.snr, f.ser, f.vadKind, f.mode)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "aec\tERLE 0-2s\tERLE >2s\tnear corr (DT)\tVAD P/R\tonset p50/p95\tclipped\tfalse barge-ins\tbarge-in <=300ms\tdelay est\tchain delay\tCPU/core")
+	code := 0
+	for _, k := range kinds {
+		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
+			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
+			AEC:     aec.Options{Kind: k, NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression},
+			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB},
+			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode}}, Seed: uint64(f.seed)}
+		if f.out != "" {
+			path := f.out
+			if len(kinds) > 1 {
+				ext := filepath.Ext(path)
+				path = strings.TrimSuffix(path, ext) + "-" + k + ext
+			}
+			sc.Uplink = func(s []int16) {
+				if err := writeWAV(path, s, duplex.NearRate); err != nil {
+					fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
+					code = 1
+				}
+			}
+		}
+		r, err := duplex.Run(sc)
+		if err != nil {
+			fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
+			return 1
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d\t%s\t%v\t%v\t%.2f %%\n", r.AEC, db(r.ERLEFirst2s), db(r.ERLE), num(r.NearCorr),
+			num(r.Precision), num(r.Recall), onsets(r), r.Clipped, r.Phrases, r.FalseBargeIns,
+			fmt.Sprintf("%d/%d", r.BargeInsIn300ms, r.Phrases), r.DelayEstimate.Round(time.Millisecond), r.ChainDelay,
+			100*r.CPUPerSecond.Seconds())
+	}
+	tw.Flush()
+	return code
+}
+
+func db(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f dB", v)
+}
+
+func num(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func onsets(r duplex.Result) string {
+	if len(r.Onsets) == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%v/%v", r.OnsetPercentile(50), r.OnsetPercentile(95))
+}
+
+func writeWAV(path string, s []int16, rate int) error {
+	file, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w, err := wav.NewWriter(file, rate, 1)
+	if err != nil {
+		file.Close()
+		return err
+	}
+	if err := w.Write(s); err != nil {
+		file.Close()
+		return err
+	}
+	if err := w.Close(); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
+
+// Default texts: a reply of about 8 s, a short user phrase.
+const (
+	defaultReply  = "Sure. The weather today is sunny with a light breeze from the west, and the temperature will reach twenty two degrees in the afternoon. Tomorrow it will be cloudy."
+	defaultPhrase = "Stop, no, the other one please."
+)
+
+// loadSpeech reads the far (24 kHz) and near (16 kHz) speech, trimmed of
+// silence, or generates it.
+func loadSpeech(farPath, nearPath string) (far, near []int16, src string, err error) {
+	load := func(path, role, text, voice string, rate int) ([]int16, string, error) {
+		if path != "" {
+			a, err := wav.ReadFile(path)
+			if err != nil {
+				return nil, "", fmt.Errorf("--%s %q: %w", role, path, err)
+			}
+			s := duplex.Trim(duplex.ToMono(a, rate), rate)
+			if len(s) < rate/10 {
+				return nil, "", fmt.Errorf("--%s %q: less than 100 ms of audio", role, path)
+			}
+			return s, "files", nil
+		}
+		if a, err := duplex.Espeak(text, voice); err == nil {
+			return duplex.Trim(duplex.ToMono(a, rate), rate), "espeak-ng", nil
+		}
+		d := 6 * time.Second
+		if role == "near" {
+			d = 1500 * time.Millisecond
+		}
+		syn := duplex.Synthetic(d, map[string]uint64{"far": 1, "near": 2}[role])
+		if rate != 16000 {
+			syn = duplex.ToMono(wav.Audio{SampleRate: 16000, Channels: 1, Samples: syn}, rate)
+		}
+		return syn, "synthetic (espeak-ng missing)", nil
+	}
+	far, s1, err := load(farPath, "far", defaultReply, "en", duplex.FarRate)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	near, s2, err := load(nearPath, "near", defaultPhrase, "en+f3", duplex.NearRate)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if s1 != s2 {
+		s1 += " (far), " + s2 + " (near)"
+	}
+	return far, near, s1, nil
+}
+
+// vadCompare runs every available detector on the near end in noise.
+func vadCompare(f duplexFlags, near []int16, src string, stdout, stderr io.Writer) int {
+	fmt.Fprintf(stdout, "duplex-bench --vad-compare: near end %s, %.1f s x %d phrases; pump pre-roll/hangover defaults\n", src, float64(len(near))/duplex.NearRate, f.replies)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "detector\tnoise\tSNR\tframe precision\trecall\tfalse-positive frames\tonset p50/p95\tclipped first syllable")
+	type det struct {
+		kind string
+		mode int
+	}
+	var dets []det
+	for _, k := range vad.Available() {
+		switch k {
+		case vad.KindWebRTC:
+			for m := range 4 {
+				dets = append(dets, det{k, m})
+			}
+		default:
+			dets = append(dets, det{k, 0})
+		}
+	}
+	for _, d := range dets {
+		for _, noise := range []string{room.NoisePink, room.NoiseMotor} {
+			for _, snr := range []float64{20, 10, 5, 0} {
+				sc := duplex.Scenario{Near: near, NoFar: true, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, SNRDB: snr, NoiseKind: noise,
+					Room:    room.Config{EchoGainDB: 0, Seed: uint64(f.seed)},
+					AEC:     aec.Options{Kind: aec.KindNone},
+					Capture: capture.Config{Mode: capture.ModeVAD, VAD: capture.VADConfig{Detector: d.kind, DetectorMode: d.mode}}, Seed: uint64(f.seed)}
+				r, err := duplex.Run(sc)
+				if err != nil {
+					fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
+					return 1
+				}
+				name := d.kind
+				if d.kind == vad.KindWebRTC {
+					name = fmt.Sprintf("webrtc mode %d", d.mode)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%v dB\t%s\t%s\t%s\t%s\t%d/%d\n", name, noise, snr, num(r.RawPrecision), num(r.RawRecall), pct(r.RawFPR), onsets(r), r.Clipped, r.Phrases)
+			}
+		}
+	}
+	tw.Flush()
+	return 0
+}
+
+func pct(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f %%", 100*v)
+}
+
+// measureEcho prints the echo path between two recordings (scripts/hil.sh).
+func measureEcho(played, recorded string, stdout, stderr io.Writer) int {
+	if played == "" || recorded == "" {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench: --echo-played and --echo-recorded go together")
+		return 2
+	}
+	var sig [2][]int16
+	for i, p := range []string{played, recorded} {
+		a, err := wav.ReadFile(p)
+		if err != nil {
+			fmt.Fprintf(stderr, "robot-agent: duplex-bench: %q: %v\n", p, err)
+			return 2
+		}
+		sig[i] = duplex.ToMono(a, duplex.NearRate)
+	}
+	e, err := duplex.MeasureEcho(sig[0], sig[1], duplex.NearRate, time.Second)
+	if err != nil {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "echo path:", e)
+	if e.Corr < 0.3 {
+		fmt.Fprintln(stdout, "echo path: WARNING: low correlation: the speaker is barely heard at the mic, or the path is very non-linear (clipping?)")
+	}
+	return 0
+}

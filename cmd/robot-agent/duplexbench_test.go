@@ -1,0 +1,80 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/robot-agent/robot-agent/codec/wav"
+)
+
+func TestDuplexBenchStartupFailures(t *testing.T) {
+	dir := t.TempDir()
+	notWAV := filepath.Join(dir, "x.wav")
+	os.WriteFile(notWAV, []byte("not a wav file"), 0o644)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--aec", "magic"}, `--aec "magic" is not one of`},
+		{[]string{"--delay-ms", "-5"}, "delay_ms -5"},
+		{[]string{"--noise", "rain"}, `noise "rain"`},
+		{[]string{"--replies", "0"}, "--replies 0"},
+		{[]string{"--far", filepath.Join(dir, "missing.wav")}, "--far"},
+		{[]string{"--near", notWAV}, "--near"},
+		{[]string{"extra"}, `unexpected argument "extra"`},
+	} {
+		code, _, errs := runCLI(append([]string{"duplex-bench"}, tc.args...)...)
+		lines := strings.Split(strings.TrimSpace(errs), "\n")
+		if code != 2 || len(lines) != 1 || !strings.Contains(errs, tc.want) || !strings.HasPrefix(errs, "robot-agent: duplex-bench: ") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line with %q", tc.args, code, errs, tc.want)
+		}
+	}
+}
+
+// The bench takes any WAV files (here stereo 44.1 kHz) and writes the uplink.
+func TestDuplexBenchAnyWAVs(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name string, rate, ch int, secs float64) string {
+		p := filepath.Join(dir, name)
+		f, _ := os.Create(p)
+		w, _ := wav.NewWriter(f, rate, ch)
+		s := make([]int16, int(secs*float64(rate))*ch)
+		for i := range s {
+			s[i] = int16((i * 7919 % 6000) - 3000)
+		}
+		w.Write(s)
+		w.Close()
+		f.Close()
+		return p
+	}
+	far, near := mk("far.wav", 44100, 2, 2), mk("near.wav", 8000, 1, 0.8)
+	out := filepath.Join(dir, "up.wav")
+	code, stdout, errs := runCLI("duplex-bench", "--far", far, "--near", near, "--replies", "2", "--barge-in", "--aec", "none", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if !strings.Contains(stdout, "speech files") || !strings.Contains(stdout, "\nnone ") {
+		t.Errorf("output:\n%s", stdout)
+	}
+	a, err := wav.ReadFile(out)
+	if err != nil || a.SampleRate != 16000 || a.Frames() < 16000 {
+		t.Errorf("uplink WAV: %v %+v", err, a.SampleRate)
+	}
+}
+
+func TestDuplexConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "c.yaml")
+	os.WriteFile(bad, []byte("duplex:\n  aec: magic\n  double_talk_db: 99\n"), 0o644)
+	code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", bad)
+	if code != 2 || !strings.Contains(errs, `duplex.aec "magic"`) || !strings.Contains(errs, "double_talk_db 99") {
+		t.Errorf("exit %d, stderr %q", code, errs)
+	}
+	typo := filepath.Join(dir, "t.yaml")
+	os.WriteFile(typo, []byte("duplex:\n  aecc: none\n"), 0o644)
+	if code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", typo); code != 2 || !strings.Contains(errs, `line 2: unknown key "aecc"`) {
+		t.Errorf("typo: exit %d, stderr %q", code, errs)
+	}
+}

@@ -1,0 +1,116 @@
+//go:build portaudio && webrtcapm && cgo
+
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/gateway"
+	"github.com/robot-agent/robot-agent/hw/hwtest"
+	"github.com/robot-agent/robot-agent/metrics"
+)
+
+// pactl runs pactl against the private daemon of scripts/with-pulse.sh.
+func pactl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("pactl", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pactl %s: %v: %s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TestRealFullDuplexEchoPath: a real echo path with real device timing. The
+// robot's speaker is a null sink robot_spk; module-loopback carries its
+// monitor into the mic's null sink (ci_sink, whose monitor is the mic) with
+// 80 ms of clocked delay at 0 dB. The robot speaks a long reply with the
+// echo canceller on: it must not interrupt itself. Then a user phrase is
+// played into the mic's sink mid-reply: it must reach the gateway through
+// the canceller and interrupt the reply.
+func TestRealFullDuplexEchoPath(t *testing.T) {
+	sinkName := os.Getenv("ROBOT_AGENT_PULSE_SINK")
+	if sinkName == "" {
+		hwtest.SkipOrFail(t, "not under scripts/with-pulse.sh")
+	}
+	for _, tool := range []string{"pactl", "paplay", "espeak-ng"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			hwtest.SkipOrFail(t, tool+" not installed")
+		}
+	}
+	hwtest.LockAudio(t)
+	// The room: robot_spk -> loopback (80 ms) -> ci_sink -> ci_sink.monitor = mic.
+	spkMod := pactl(t, "load-module", "module-null-sink", "sink_name=robot_spk", "rate=48000", "channels=2")
+	loopMod := pactl(t, "load-module", "module-loopback", "source=robot_spk.monitor", "sink="+sinkName,
+		"latency_msec=80", "source_dont_move=true", "sink_dont_move=true")
+	pactl(t, "set-default-sink", "robot_spk")
+	t.Cleanup(func() {
+		exec.Command("pactl", "set-default-sink", sinkName).Run()
+		exec.Command("pactl", "unload-module", loopMod).Run()
+		exec.Command("pactl", "unload-module", spkMod).Run()
+	})
+
+	clk := clock.NewReal()
+	reg := metrics.NewRegistry()
+	ad := defaultAudioDevices()
+	if raceEnabled {
+		ad.OutputBufferMS = max(ad.OutputBufferMS, 120)
+	}
+	cfg := config.Default()
+	cfg.Device.ID = "full-duplex-e2e"
+	log := quietLog()
+	if testing.Verbose() {
+		log = testLog(t)
+	}
+	mic, spk, err := openAudioDevices(ad, cfg.Playback.FadeMS, clk, reg, log)
+	if err != nil {
+		hwtest.SkipOrFail(t, err.Error())
+	}
+	t.Cleanup(func() { mic.Close(); spk.Close() })
+	if !mic.Up() || !spk.Up() {
+		hwtest.SkipOrFail(t, "the devices did not open")
+	}
+	gw := gateway.Config{Token: "sim-token", Speed: 4, NoEcho: true}
+	a, err := newAgent(cfg, agentOptions{mic: mic, speaker: spk, gwConfig: &gw}, clk, reg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra := runAgent(t, a)
+	waitUntil(t, 5*time.Second, "gateway session", func() bool { return ra.a.client.Up() })
+
+	// A long reply (about 13 s of espeak-ng speech at 0 dB echo gain).
+	one := speech(t, 24000)
+	var reply []int16
+	for range 3 {
+		reply = append(reply, one...)
+	}
+	sess := ra.a.gw.Sessions()[0]
+	start := time.Now()
+	go sess.StreamTTS(context.Background(), reply)
+	// 7 s of the robot talking to itself through the room.
+	time.Sleep(7 * time.Second)
+	if _, i := ra.a.progress.counts(); i != 0 {
+		t.Fatalf("the robot interrupted itself %d times within %v of its reply (echo canceller on)", i, time.Since(start))
+	}
+	// The user talks over the reply, into the mic's sink.
+	user := filepath.Join(t.TempDir(), "user.wav")
+	if out, err := exec.Command("espeak-ng", "-v", "en+f3", "-a", "200", "-w", user, "Stop! Stop, that is enough, thank you.").CombinedOutput(); err != nil {
+		t.Fatalf("espeak-ng: %v: %s", err, out)
+	}
+	said := time.Now()
+	if out, err := exec.Command("paplay", "--device="+sinkName, user).CombinedOutput(); err != nil {
+		t.Fatalf("paplay: %v: %s", err, out)
+	}
+	waitUntil(t, 4*time.Second, "the user's phrase interrupting the reply", func() bool {
+		_, i := ra.a.progress.counts()
+		return i >= 1
+	})
+	t.Logf("interrupted %v after the user started talking", time.Since(said).Round(10*time.Millisecond))
+}

@@ -1,0 +1,5 @@
+//go:build !(speexdsp && cgo)
+
+package main
+
+const tagSpeexDSP = ""

@@ -1,0 +1,5 @@
+//go:build !(webrtcapm && cgo)
+
+package main
+
+const tagWebRTCAPM = ""

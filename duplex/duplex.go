@@ -1,0 +1,413 @@
+// Package duplex measures the robot's full-duplex capture chain on a
+// simulated echo path: far-end speech (the robot's replies) is handed to the
+// speaker tap exactly as the player would, reaches the mic through a
+// room.Path with noise and a near-end talker, and the mic goes through the
+// real chain — aec.Source (echo canceller + noise suppressor, aligned by
+// timestamps and delay estimation) → capture.Pump (VAD with pre-roll,
+// start/continue/end flags, framing). Time is a fake clock advanced frame by
+// frame, so a run is exact and reproducible and takes only CPU time.
+//
+// Run reports ERLE in far-end-only stretches, near-end fidelity in
+// double-talk, VAD precision/recall/onset, false and true barge-ins and the
+// chain's CPU cost. It accepts any far and near recordings;
+// `robot-agent duplex-bench` is its command line.
+package duplex
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/robot-agent/robot-agent/aec"
+	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/room"
+	"github.com/robot-agent/robot-agent/vad"
+)
+
+// Rates of the far end (TTS, what the player writes) and of the mic.
+const (
+	FarRate  = 24000
+	NearRate = 16000
+	frameMS  = 20
+	micFrame = NearRate * frameMS / 1000
+	farFrame = FarRate * frameMS / 1000
+)
+
+// Scenario is one measurement.
+type Scenario struct {
+	// Far is one reply (24 kHz mono), played Replies times with GapMS of
+	// silence between them. Near is one user phrase (16 kHz mono).
+	Far, Near []int16
+	Replies   int
+	GapMS     int
+	// LeadMS of silence before the first reply (the noise floor settles).
+	LeadMS int
+	// BargeIn places Near once in every reply, starting at a random point
+	// (seeded) between 30 % and 60 % of the reply; without it Near is not
+	// used (far-end only: ERLE and false barge-ins). NoFar plays no replies
+	// at all and places Near in each "reply" slot (VAD measurements).
+	BargeIn, NoFar bool
+	// FarDBFS is the active level the far end is scaled to (default -20).
+	FarDBFS float64
+	// SERDB is the speech-to-echo ratio at the mic: near-end active level
+	// minus echo active level (echo = far level + echo gain).
+	SERDB float64
+	// SNRDB is the near-end (nominal, at SERDB) active level over the
+	// noise's RMS level; +Inf or 0 with NoiseKind "" or "none": no noise.
+	SNRDB float64
+	// Room is the echo path; its Noise/NoiseDBFS are set from NoiseKind and
+	// SNRDB.
+	Room      room.Config
+	NoiseKind string
+	// AEC is the canceller; Align its alignment.
+	AEC   aec.Options
+	Align aec.SourceConfig
+	// Capture is the pump configuration (mode vad for barge-in metrics).
+	Capture capture.Config
+	// Seed for the barge-in positions.
+	Seed uint64
+	// Uplink, if non-nil, receives the uplink audio (16 kHz mono): every
+	// frame the pump delivered at its time, silence elsewhere.
+	Uplink func([]int16)
+	// Processed, if non-nil, receives the chain's output before the VAD
+	// (what continuous mode would send).
+	Processed func([]int16)
+}
+
+// Result of a Run.
+type Result struct {
+	AEC, VAD        string
+	Seconds         float64 // audio simulated
+	ERLEFirst2s     float64 // dB, far-end-only frames in the first 2 s of echo
+	ERLE            float64 // dB, far-end-only frames after 2 s
+	NearCorr        float64 // correlation with the clean near end in double-talk (NaN: none)
+	Precision       float64 // pump: frames delivered that hold near-end speech
+	Recall          float64 // pump: near-end speech frames delivered
+	RawPrecision    float64 // detector's raw per-frame decision
+	RawRecall       float64
+	RawFPR          float64 // raw detector: non-speech frames called speech
+	Onsets          []time.Duration
+	Clipped         int // phrases whose first speech frame was not delivered
+	Phrases         int
+	FalseBargeIns   int // utterance starts with no near-end speech
+	BargeInsIn300ms int
+	CPUPerSecond    time.Duration // chain CPU per second of audio
+	DelayEstimate   time.Duration
+	DelayShifts     int64
+	ChainDelay      time.Duration // near end's delay through the chain (from the double-talk correlation)
+}
+
+// OnsetPercentile returns the p-th percentile (0..100) of onset delays, or
+// -1 when no onset was detected.
+func (r Result) OnsetPercentile(p float64) time.Duration {
+	if len(r.Onsets) == 0 {
+		return -1
+	}
+	s := slices.Clone(r.Onsets)
+	slices.Sort(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
+
+// ErrScenario wraps scenario problems.
+var ErrScenario = errors.New("duplex: invalid scenario")
+
+type phrase struct{ start, onset, end int } // mic samples
+
+// Run runs s.
+func Run(s Scenario) (Result, error) {
+	if len(s.Far) == 0 && !s.NoFar {
+		return Result{}, fmt.Errorf("%w: no far-end audio", ErrScenario)
+	}
+	if (s.BargeIn || s.NoFar) && len(s.Near) == 0 {
+		return Result{}, fmt.Errorf("%w: no near-end audio", ErrScenario)
+	}
+	if s.Replies <= 0 {
+		s.Replies = 1
+	}
+	if s.FarDBFS == 0 {
+		s.FarDBFS = -20
+	}
+	far := slices.Clone(s.Far)
+	near := slices.Clone(s.Near)
+	farLevel := s.FarDBFS
+	if len(far) > 0 {
+		Scale(far, s.FarDBFS-ActiveLevel(far, FarRate))
+	}
+	nearLevel := farLevel + s.Room.EchoGainDB + s.SERDB
+	if len(near) > 0 {
+		Scale(near, nearLevel-ActiveLevel(near, NearRate))
+	}
+	rc := s.Room
+	rc.Noise, rc.NoiseDBFS = room.NoiseNone, 0
+	if s.NoiseKind != "" && s.NoiseKind != room.NoiseNone && !math.IsInf(s.SNRDB, 1) {
+		rc.Noise, rc.NoiseDBFS = s.NoiseKind, min(nearLevel-s.SNRDB, 0)
+	}
+	path, err := room.New(rc)
+	if err != nil {
+		return Result{}, err
+	}
+	echoCfg := rc
+	echoCfg.Noise = room.NoiseNone
+	echoOnly, _ := room.New(echoCfg)
+
+	// Timeline.
+	replyLen := len(far) * NearRate / FarRate
+	if s.NoFar {
+		replyLen = len(near) * 3
+	}
+	lead := s.LeadMS * NearRate / 1000
+	gap := s.GapMS * NearRate / 1000
+	total := lead + s.Replies*(replyLen+gap)
+	total = (total + micFrame - 1) / micFrame * micFrame
+	nearTL := make([]int16, total)
+	farStarts := make([]int, 0, s.Replies)
+	var phrases []phrase
+	rng := rand.New(rand.NewPCG(s.Seed, 99))
+	nl := Labels(near)
+	firstSpeech := 0
+	for i, l := range nl {
+		if l {
+			firstSpeech = i * micFrame
+			break
+		}
+	}
+	for r := range s.Replies {
+		st := lead + r*(replyLen+gap)
+		farStarts = append(farStarts, st)
+		if s.BargeIn || s.NoFar {
+			lo, hi := replyLen*3/10, replyLen*6/10
+			if s.NoFar {
+				lo, hi = replyLen/3, replyLen/3+1
+			}
+			at := lo + rng.IntN(max(hi-lo, 1))
+			at = at / micFrame * micFrame
+			n := copy(nearTL[st+at:], near)
+			phrases = append(phrases, phrase{start: st + at, onset: st + at + firstSpeech, end: st + at + n})
+		}
+	}
+	labels := Labels(nearTL)
+
+	// The chain.
+	clk := clock.NewFake()
+	ref, err := aec.NewReference(clk, FarRate)
+	if err != nil {
+		return Result{}, err
+	}
+	canc, err := aec.New(s.AEC)
+	if err != nil {
+		return Result{}, err
+	}
+	defer canc.Close()
+	src := &benchSource{clk: clk, path: path, echo: echoOnly, near: nearTL, total: total,
+		mic: make([]int16, micFrame), farBuf: make([]int16, farFrame), echoBuf: make([]int16, micFrame),
+		echoTL: make([]int16, total), micTL: make([]int16, total), t0: clk.Mono()}
+	if !s.NoFar {
+		src.far, src.farStarts, src.replyLen = far, farStarts, replyLen
+	}
+	src.tap = aec.NewTap(nullSink{}, ref, clk)
+	asrc := aec.NewSource(src, ref, canc, clk, s.Align)
+	proc := &teeSource{AudioSource: asrc, out: make([]int16, total)}
+	sink := &benchSink{clk: clk, t0: clk.Mono(), uplink: make([]int16, total)}
+	cc := s.Capture
+	cc.FrameMS = frameMS
+	pump, err := capture.NewPump(cc, proc, sink, clk, nil, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	defer pump.Close()
+	if canc.Kind() != aec.KindNone {
+		pump.SetOnsetGuard(asrc) // as the agent does with a canceller
+	}
+
+	runtime.LockOSThread()
+	c0 := threadCPU()
+	err = pump.Run(contextBackground())
+	chainCPU := threadCPU() - c0 - src.simCPU
+	runtime.UnlockOSThread()
+	if err != nil && !errors.Is(err, hw.ErrClosed) {
+		return Result{}, err
+	}
+
+	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts()}
+	if pump.Config().Mode != capture.ModeVAD {
+		res.VAD = "none (continuous)"
+	}
+	res.CPUPerSecond = time.Duration(float64(chainCPU) / res.Seconds)
+	if s.Uplink != nil {
+		s.Uplink(sink.uplink)
+	}
+	if s.Processed != nil {
+		s.Processed(proc.out)
+	}
+	out := proc.out
+
+	// ERLE on far-end-only frames with echo well above the noise.
+	var m1, o1, m2, o2 float64
+	firstEcho := -1
+	for k := 0; k+micFrame <= total; k += micFrame {
+		e := energy(src.echoTL[k : k+micFrame])
+		if e/micFrame < math.Pow(10, (-50+90.309)/10) || anyLabel(labels, k/micFrame-5, k/micFrame+5) {
+			continue
+		}
+		if firstEcho < 0 {
+			firstEcho = k
+		}
+		mic, o := energy(src.micTL[k:k+micFrame]), energy(out[k:k+micFrame])
+		if k-firstEcho < 2*NearRate {
+			m1, o1 = m1+mic, o1+o
+		} else {
+			m2, o2 = m2+mic, o2+o
+		}
+	}
+	res.ERLEFirst2s, res.ERLE = ratioDB(m1, o1), ratioDB(m2, o2)
+
+	// Near-end fidelity where near and echo overlap.
+	var dtOut, dtNear []int16
+	for k := 0; k+micFrame <= total; k += micFrame {
+		if labels[k/micFrame] && energy(src.echoTL[k:k+micFrame])/micFrame > math.Pow(10, (-50+90.309)/10) {
+			dtOut = append(dtOut, out[k:k+micFrame]...)
+			dtNear = append(dtNear, nearTL[k:k+micFrame]...)
+		}
+	}
+	res.NearCorr = math.NaN()
+	if len(dtNear) > 0 {
+		res.NearCorr, res.ChainDelay = bestCorr(dtOut, dtNear, 640)
+	}
+
+	// VAD: pump-level frames and raw detector decisions.
+	var tp, fp, fn, rtp, rfp, rfn, rtn int
+	det, derr := vad.New(vad.Options{Kind: pump.Config().VAD.Detector, FrameMS: frameMS, Mode: pump.Config().VAD.DetectorMode,
+		Energy: vad.EnergyConfig{StartDB: cc.VAD.StartDB, StopDB: cc.VAD.StopDB, MinFloorDBFS: cc.VAD.MinFloorDBFS, FloorRiseDBPerS: cc.VAD.FloorRiseDBPerS}})
+	if derr == nil {
+		defer det.Close()
+	}
+	for i, l := range labels {
+		if i >= len(sink.delivered) {
+			break
+		}
+		d := sink.delivered[i]
+		switch {
+		case d && l:
+			tp++
+		case d && !l:
+			fp++
+		case !d && l:
+			fn++
+		}
+		if det != nil {
+			raw := det.Speech(out[i*micFrame:(i+1)*micFrame], false)
+			switch {
+			case raw && l:
+				rtp++
+			case raw && !l:
+				rfp++
+			case !raw && l:
+				rfn++
+			default:
+				rtn++
+			}
+		}
+	}
+	res.Precision, res.Recall = frac(tp, tp+fp), frac(tp, tp+fn)
+	res.RawPrecision, res.RawRecall, res.RawFPR = frac(rtp, rtp+rfp), frac(rtp, rtp+rfn), frac(rfp, rfp+rtn)
+
+	// Utterance starts against phrases.
+	res.Phrases = len(phrases)
+	hang := time.Duration(pump.Config().VAD.HangoverMS) * time.Millisecond
+	used := make([]bool, len(phrases))
+	for _, st := range sink.starts {
+		matched := false
+		for i, p := range phrases {
+			on := dur(p.onset)
+			if st.at >= on-50*time.Millisecond && st.at <= dur(p.end)+hang {
+				matched = true
+				if !used[i] {
+					used[i] = true
+					d := st.at - on
+					res.Onsets = append(res.Onsets, d)
+					if d <= 300*time.Millisecond {
+						res.BargeInsIn300ms++
+					}
+					if st.first > dur(p.onset) {
+						res.Clipped++
+					}
+				}
+				break
+			}
+		}
+		if !matched {
+			res.FalseBargeIns++
+			if os.Getenv("DUPLEX_DEBUG") != "" {
+				rel := st.at - dur(lead)
+				fmt.Fprintf(os.Stderr, "false start at %v: reply %d +%v\n", st.at, int(rel/dur(replyLen+gap)), rel%dur(replyLen+gap))
+			}
+		}
+	}
+	for i := range phrases {
+		if !used[i] {
+			res.Clipped++ // never delivered at all
+		}
+	}
+	return res, nil
+}
+
+func dur(samples int) time.Duration { return time.Duration(samples) * time.Second / NearRate }
+
+func anyLabel(l []bool, from, to int) bool {
+	for i := max(from, 0); i <= to && i < len(l); i++ {
+		if l[i] {
+			return true
+		}
+	}
+	return false
+}
+
+func energy(s []int16) float64 {
+	var e float64
+	for _, v := range s {
+		e += float64(v) * float64(v)
+	}
+	return e
+}
+
+func ratioDB(a, b float64) float64 {
+	if a == 0 {
+		return math.NaN()
+	}
+	return 10 * math.Log10(a/max(b, 1e-9))
+}
+
+func frac(a, b int) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return float64(a) / float64(b)
+}
+
+// bestCorr is the highest normalised correlation of x with y delayed by
+// 0..maxLag samples (the chain may delay the near end: WebRTC's AEC
+// buffers 64-sample partitions), and that lag.
+func bestCorr(x, y []int16, maxLag int) (float64, time.Duration) {
+	best, bl := -1.0, 0
+	for lag := 0; lag <= maxLag && lag < len(x); lag++ {
+		var c, ex, ey float64
+		for i := 0; i+lag < len(x); i++ {
+			a, b := float64(x[i+lag]), float64(y[i])
+			c += a * b
+			ex += a * a
+			ey += b * b
+		}
+		if ex > 0 && ey > 0 && c/math.Sqrt(ex*ey) > best {
+			best, bl = c/math.Sqrt(ex*ey), lag
+		}
+	}
+	return best, dur(bl)
+}

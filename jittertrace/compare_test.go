@@ -1,0 +1,85 @@
+package jittertrace
+
+import (
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/robot-agent/robot-agent/playback"
+)
+
+var compare = flag.Bool("compare", false, "run the policy comparison on generated traces (make bench)")
+var compareSeeds = flag.Int("seeds", 3, "seeds per trace kind for -compare")
+var compareKinds = flag.String("kinds", "", "comma-separated kinds for -compare (default all)")
+
+func TestCompare(t *testing.T) {
+	if !*compare {
+		t.Skip("benchmark comparison: go test ./jittertrace -run Compare -compare -seeds=3 (make bench)")
+	}
+	kinds := Kinds
+	if *compareKinds != "" {
+		kinds = splitComma(*compareKinds)
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f", float64(d)/float64(time.Millisecond)) }
+	fmt.Println("| trace | seed | policy | p50 ms | p95 ms | p99 ms | p95 / oracle | concealed % | stretched % | growth ms | lost samples | underruns | peak s |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, k := range kinds {
+		for seed := uint64(1); seed <= uint64(*compareSeeds); seed++ {
+			fr, err := Generate(GenConfig{Kind: k, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			od, oracle, err := Oracle(fr, 1, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, pol := range peers() {
+				name, r := pol.name, oracle
+				if name == "oracle" {
+					name = fmt.Sprintf("oracle (%v)", od)
+				} else {
+					pl, err := pol.make(fr)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if r, err = Replay(fr, pl, Options{}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				fmt.Printf("| %s | %d | %s | %s | %s | %s | %.2f | %.2f | %.2f | %s | %d | %d | %.1f |\n", k, seed, name,
+					ms(r.P50), ms(r.P95), ms(r.P99), float64(r.P95)/float64(max(oracle.P95, time.Millisecond)),
+					r.ConcealedPct, r.StretchedPct, ms(r.Growth), r.Lost, r.Underruns, float64(r.Peak)/SampleRate)
+			}
+		}
+	}
+}
+
+type peer struct {
+	name string
+	make func([]Frame) (Playout, error)
+}
+
+func peers() []peer {
+	return []peer{
+		{"adaptive", func([]Frame) (Playout, error) { return NewPlayerPlayout(playback.Config{}) }},
+		{"stall", func([]Frame) (Playout, error) { return NewPlayerPlayout(playback.Config{Policy: playback.PolicyStall}) }},
+		{"fixed200", func([]Frame) (Playout, error) { return &Fixed{Delay: 200 * time.Millisecond}, nil }},
+		{"pion", func([]Frame) (Playout, error) { return newPionPlayout(), nil }},
+		{"oracle", nil}, // computed once per trace in TestCompare
+	}
+}
+
+func splitComma(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			if i > start {
+				out = append(out, s[start:i])
+			}
+			start = i + 1
+		}
+	}
+	return out
+}

@@ -1,0 +1,125 @@
+package room
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// Noise kinds accepted by NewNoise and Config.Noise.
+const (
+	NoiseNone   = "none"
+	NoiseWhite  = "white"
+	NoisePink   = "pink"
+	NoiseMotor  = "motor"
+	NoiseBabble = "babble"
+)
+
+// NoiseKinds lists the accepted noise kinds.
+var NoiseKinds = []string{NoiseNone, NoiseWhite, NoisePink, NoiseMotor, NoiseBabble}
+
+// Noise generates a stationary (white, pink), quasi-periodic (motor) or
+// speech-shaped fluctuating (babble) noise at unit RMS, deterministically from
+// a seed. Fill is called from one goroutine.
+type Noise struct {
+	kind string
+	rate float64
+	rng  *rand.Rand
+	// pink: Paul Kellet's economy filter state.
+	b0, b1, b2 float64
+	// motor: fundamental and phase per harmonic, slow speed wobble.
+	f0, phase, wob float64
+	// babble: talkers, each a resonant filter on noise with a syllabic
+	// envelope.
+	talkers []talker
+	n       int64
+}
+
+type talker struct {
+	env, envHz, envPh float64
+	// two-pole resonator (formant) state and coefficients
+	a1, a2, y1, y2 float64
+}
+
+// NewNoise returns a generator of the given kind at rate Hz.
+func NewNoise(kind string, rate int, seed uint64) (*Noise, error) {
+	if rate <= 0 {
+		return nil, fmt.Errorf("room: noise rate %d Hz must be positive", rate)
+	}
+	n := &Noise{kind: kind, rate: float64(rate), rng: rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))}
+	switch kind {
+	case NoiseNone, NoiseWhite, NoisePink:
+	case NoiseMotor:
+		n.f0 = 90 + 20*n.rng.Float64() // a small DC motor or fan, 90..110 Hz
+	case NoiseBabble:
+		for range 6 {
+			fc := 300 + 2200*n.rng.Float64()
+			r := 0.97
+			w := 2 * math.Pi * fc / n.rate
+			n.talkers = append(n.talkers, talker{
+				envHz: 3 + 3*n.rng.Float64(), envPh: 2 * math.Pi * n.rng.Float64(),
+				a1: 2 * r * math.Cos(w), a2: -r * r,
+			})
+		}
+	default:
+		return nil, fmt.Errorf("room: noise kind %q is not one of %v", kind, NoiseKinds)
+	}
+	return n, nil
+}
+
+// Kind returns the noise kind.
+func (n *Noise) Kind() string { return n.kind }
+
+// Fill writes len(dst) samples of unit-RMS noise (zeros for NoiseNone).
+// It does not allocate.
+func (n *Noise) Fill(dst []float32) {
+	switch n.kind {
+	case NoiseNone:
+		clear(dst)
+	case NoiseWhite:
+		for i := range dst {
+			dst[i] = float32(n.rng.NormFloat64())
+		}
+	case NoisePink:
+		// Kellet's 3-pole approximation of a -3 dB/octave slope; the
+		// constant scales it to unit RMS for white input of unit RMS.
+		for i := range dst {
+			w := n.rng.NormFloat64()
+			n.b0 = 0.99765*n.b0 + w*0.0990460
+			n.b1 = 0.96300*n.b1 + w*0.2965164
+			n.b2 = 0.57000*n.b2 + w*1.0526913
+			dst[i] = float32((n.b0 + n.b1 + n.b2 + w*0.1848) / 3.1)
+		}
+	case NoiseMotor:
+		// Hum with 8 harmonics (1/k), ±2 % speed wobble at 0.5 Hz and a
+		// broadband brush/bearing component 12 dB below.
+		for i := range dst {
+			t := float64(n.n) / n.rate
+			f := n.f0 * (1 + 0.02*math.Sin(2*math.Pi*0.5*t))
+			n.phase += 2 * math.Pi * f / n.rate
+			if n.phase > 2*math.Pi {
+				n.phase -= 2 * math.Pi
+			}
+			var s float64
+			for k := 1; k <= 8; k++ {
+				s += math.Sin(float64(k)*n.phase) / float64(k)
+			}
+			dst[i] = float32(1.074*s + 0.344*n.rng.NormFloat64())
+			n.n++
+		}
+	case NoiseBabble:
+		for i := range dst {
+			t := float64(n.n) / n.rate
+			var s float64
+			for k := range n.talkers {
+				tk := &n.talkers[k]
+				y := n.rng.NormFloat64() + tk.a1*tk.y1 + tk.a2*tk.y2
+				tk.y2, tk.y1 = tk.y1, y
+				e := math.Sin(2*math.Pi*tk.envHz*t + tk.envPh)
+				s += y * e * e
+			}
+			dst[i] = float32(s * 0.0705)
+			n.n++
+		}
+	}
+}

@@ -1,0 +1,92 @@
+// Package vad holds voice activity detectors for the capture pump, each a
+// per-frame speech/non-speech decision on 16 kHz mono PCM16:
+//
+//   - KindEnergy: level above an adaptive noise floor (pure Go; the
+//     capture pump's built-in detector, here as a Detector for
+//     comparisons);
+//   - KindWebRTC: WebRTC's GMM detector (libwebrtc-audio-processing's
+//     WebRtcVad_*, build tag webrtcapm), modes 0..3 (aggressiveness);
+//   - KindSpeex: speexdsp's preprocessor VAD (build tag speexdsp).
+//
+// Without the tag a cgo detector's constructor fails with an error wrapping
+// ErrNotBuiltIn. A Detector is used by one goroutine and does not allocate
+// per frame.
+package vad
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Detector kinds.
+const (
+	KindEnergy = "energy"
+	KindWebRTC = "webrtc"
+	KindSpeex  = "speex"
+)
+
+// Kinds lists every kind.
+var Kinds = []string{KindEnergy, KindWebRTC, KindSpeex}
+
+// Errors.
+var (
+	ErrNotBuiltIn = errors.New("vad: detector not built into this binary")
+	ErrConfig     = errors.New("vad: invalid options")
+)
+
+// Detector decides whether a frame is speech. active tells it whether an
+// utterance is in progress (detectors with hysteresis use a lower
+// threshold then). Frames are 10, 20 or 30 ms of 16 kHz mono.
+type Detector interface {
+	Kind() string
+	Speech(frame []int16, active bool) bool
+	Close() error
+}
+
+// Options configure a Detector.
+type Options struct {
+	Kind string
+	// FrameMS is the frame length (10, 20 or 30; the pump's frame_ms).
+	FrameMS int
+	// Mode is WebRTC's aggressiveness 0..3 (default 2); for speex the
+	// speech probability to start, in percent (default 80).
+	Mode int
+	// Energy tunes KindEnergy (zero fields: capture's defaults).
+	Energy EnergyConfig
+}
+
+// New returns the Detector for o.
+func New(o Options) (Detector, error) {
+	if o.FrameMS == 0 {
+		o.FrameMS = 20
+	}
+	switch o.FrameMS {
+	case 10, 20, 30:
+	default:
+		return nil, fmt.Errorf("%w: frame_ms %d is not 10, 20 or 30", ErrConfig, o.FrameMS)
+	}
+	switch o.Kind {
+	case KindEnergy, "":
+		return NewEnergy(o.Energy, o.FrameMS), nil
+	case KindWebRTC:
+		if o.Mode < 0 || o.Mode > 3 {
+			return nil, fmt.Errorf("%w: webrtc mode %d out of range 0..3", ErrConfig, o.Mode)
+		}
+		return newWebRTC(o)
+	case KindSpeex:
+		return newSpeex(o)
+	}
+	return nil, fmt.Errorf("%w: kind %q is not one of %v", ErrConfig, o.Kind, Kinds)
+}
+
+// Available lists the kinds this binary can run.
+func Available() []string {
+	out := []string{KindEnergy}
+	if webrtcBuiltIn {
+		out = append(out, KindWebRTC)
+	}
+	if speexBuiltIn {
+		out = append(out, KindSpeex)
+	}
+	return out
+}
