@@ -441,6 +441,11 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 		// answers so the close frame is not lost to a TCP reset (§2.4).
 		drainAfterClose(conn, time.Second)
 	}
+	var ne interface{ Timeout() bool }
+	if errors.As(err, &ne) && ne.Timeout() {
+		// §3.6: the link is dead; say so in case the robot still listens.
+		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "keepalive timeout"), time.Now().Add(time.Second))
+	}
 	close(ss.done)
 	ss.stopActive()
 	s.mu.Lock()

@@ -30,9 +30,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
@@ -570,8 +572,11 @@ func (e *handshakeError) Error() string { return e.err.Error() }
 func (e *handshakeError) Unwrap() error { return e.err }
 
 func badHello(code int, reason string, format string, args ...any) *handshakeError {
-	if len(reason) > 123 {
-		reason = reason[:123]
+	// A close reason is valid UTF-8 of at most 123 bytes (RFC 6455).
+	reason = strings.ToValidUTF8(reason, "?")
+	for len(reason) > 123 {
+		_, n := utf8.DecodeLastRuneInString(reason)
+		reason = reason[:len(reason)-n]
 	}
 	return &handshakeError{code: code, reason: reason, err: fmt.Errorf("%w: "+format, append([]any{ErrHandshake}, args...)...)}
 }
@@ -676,7 +681,7 @@ func (c *Client) session(ctx context.Context) (established bool, err error) {
 			c.m.handshakeFailures.Inc()
 		}
 		conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, reason), time.Now().Add(time.Second))
-		drainAfterClose(conn, time.Second)
+		drainAfterClose(ctx, conn, time.Second)
 		return false, err
 	}
 	// §3.6: each keepalive field defaults on its own.
@@ -768,7 +773,7 @@ func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery 
 				// (and discarding) until the gateway answers or 1 s passes,
 				// so the close frame is not lost to a TCP reset while the
 				// gateway is still sending the oversized message.
-				drainAfterClose(conn, time.Second)
+				drainAfterClose(ctx, conn, time.Second)
 				return err
 			}
 			var cr *closeReceived
@@ -792,7 +797,7 @@ func (c *Client) writePump(ctx context.Context, conn *websocket.Conn, pingEvery 
 			}
 			conn.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text), time.Now().Add(time.Second))
 			if ga != nil {
-				drainAfterClose(conn, time.Second)
+				drainAfterClose(ctx, conn, time.Second)
 			}
 			return err
 		case <-ping.C:
@@ -978,11 +983,18 @@ func (e *closeReceived) Error() string {
 // idle, or 10·idle passes. Closing a socket with unread data makes the
 // kernel reset the connection, and the peer may then lose our close frame.
 // Only call it once the read pump has stopped.
-func drainAfterClose(conn *websocket.Conn, idle time.Duration) {
+// It returns at once when ctx ends (shutdown).
+func drainAfterClose(ctx context.Context, conn *websocket.Conn, idle time.Duration) {
 	nc := conn.UnderlyingConn()
+	if ctx.Err() != nil {
+		return
+	}
+	var stopped atomic.Bool
+	stop := context.AfterFunc(ctx, func() { stopped.Store(true); nc.SetReadDeadline(time.Now()) })
+	defer stop()
 	buf := make([]byte, 32<<10)
 	end := time.Now().Add(10 * idle)
-	for time.Now().Before(end) {
+	for time.Now().Before(end) && !stopped.Load() {
 		d := time.Now().Add(idle)
 		if d.After(end) {
 			d = end

@@ -357,3 +357,34 @@ func TestSpec_10_UnknownTypeAndKind(t *testing.T) {
 		t.Fatal("session replaced")
 	}
 }
+
+// TestSpec_6_20_GoAwayAckedThenClosed: the robot acks go_away, then
+// closes with 1000 "go_away", then reconnects after reconnect_after_ms.
+func TestSpec_6_20_GoAwayAckedThenClosed(t *testing.T) {
+	for i := range 5 {
+		var mu sync.Mutex
+		var got []string
+		s := newScripted(t, func(n int, c *websocket.Conn, s *scripted) {
+			c.WriteMessage(websocket.TextMessage, goodHello("s", protocol.Keepalive{}))
+			if n == 1 {
+				c.WriteMessage(websocket.TextMessage, []byte(`{"type":"go_away","event_id":"gw-ga-1","reason":"deploy","reconnect_after_ms":50}`))
+			}
+			texts, _ := readUntilClosed(c, 3*time.Second)
+			mu.Lock()
+			got = append(got, texts...)
+			mu.Unlock()
+		})
+		runClient(t, gwURL(s.srv), nil)
+		waitFor(t, "reconnect", func() bool { return s.connections() >= 2 })
+		mu.Lock()
+		acked := false
+		for _, m := range got {
+			acked = acked || strings.Contains(m, `"ack"`) && strings.Contains(m, "gw-ga-1")
+		}
+		mu.Unlock()
+		cf := s.closeFrames()
+		if !acked || len(cf) == 0 || cf[0].Code != websocket.CloseNormalClosure || cf[0].Text != "go_away" {
+			t.Fatalf("run %d: acked %v, close frames %v; want the ack, then close 1000 go_away", i, acked, cf)
+		}
+	}
+}

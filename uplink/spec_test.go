@@ -20,6 +20,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gorilla/websocket"
 
@@ -118,6 +119,12 @@ func (l *logBuf) String() string              { l.mu.Lock(); defer l.mu.Unlock()
 
 func runClient(t *testing.T, url string, mod func(*Config)) (*Client, *metrics.Registry, *logBuf) {
 	t.Helper()
+	return runClientWith(t, url, mod, nil)
+}
+
+// runClientWith is runClient with a link observer added before Run.
+func runClientWith(t *testing.T, url string, mod func(*Config), obs LinkObserver) (*Client, *metrics.Registry, *logBuf) {
+	t.Helper()
 	reg := metrics.NewRegistry()
 	logs := &logBuf{}
 	cfg := Config{URL: url, Token: "x", DeviceID: "robot-1", BackoffBase: 20 * time.Millisecond, BackoffCap: 100 * time.Millisecond,
@@ -129,6 +136,9 @@ func runClient(t *testing.T, url string, mod func(*Config)) (*Client, *metrics.R
 	c, err := New(cfg, clock.NewReal(), reg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), &fakeTTS{}, &recHandler{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if obs != nil {
+		c.AddObserver(obs)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -491,31 +501,66 @@ func TestSpec_3_7_FirstRetrySubSecond(t *testing.T) {
 	}
 }
 
+// holdDown is a link observer that, once armed, keeps the client from
+// reconnecting (it blocks in LinkChanged(false)) until released.
+type holdDown struct {
+	once    sync.Once
+	down    chan struct{} // closed at the first link down
+	release chan struct{}
+}
+
+func (h *holdDown) LinkChanged(up bool, _ string) {
+	if up {
+		return
+	}
+	first := false
+	h.once.Do(func() { first = true; close(h.down) })
+	if first {
+		select {
+		case <-h.release:
+		case <-time.After(10 * time.Second):
+		}
+	}
+}
+
 // TestSpec_5_3_NoStaleEphemeral: periodic progress (and acks and errors)
 // made for a connection that has ended is not sent on the next one.
 func TestSpec_5_3_NoStaleEphemeral(t *testing.T) {
-	r := newRig(t, gateway.Config{}, nil)
-	waitFor(t, "session", r.client.Up)
-	r.gw.Sessions()[0].Abort()
-	waitFor(t, "link down", func() bool { return !r.client.Up() })
+	clk := clock.NewReal()
+	gw, err := gateway.New(gateway.Config{}, clk, metrics.NewRegistry(), testLogger(t), gateway.Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	hold := &holdDown{down: make(chan struct{}), release: make(chan struct{})}
+	c, reg, _ := runClientWith(t, wsURL(srv), nil, hold)
+	waitFor(t, "session", c.Up)
+	gw.Sessions()[0].Abort()
+	select { // the link is down and stays down until released
+	case <-hold.down:
+	case <-time.After(10 * time.Second):
+		t.Fatal("link did not go down")
+	}
 	for i := range 5 {
-		r.client.SendEphemeral(&protocol.PlaybackProgress{ResponseID: 1, SamplesPlayed: int64(i) * 4800})
+		c.SendEphemeral(&protocol.PlaybackProgress{ResponseID: 1, SamplesPlayed: int64(i) * 4800})
 	}
 	// And some queued into the channel directly, as if written for the old
 	// connection just before it died.
 	for range 3 {
-		r.client.queueEphemeral([]byte(`{"type":"playback_progress","response_id":1,"samples_played":1}`))
+		c.queueEphemeral([]byte(`{"type":"playback_progress","response_id":1,"samples_played":1}`))
 	}
-	waitFor(t, "second session", func() bool { return r.reg.Value("robot_agent_uplink_connects_total") == 2 && r.client.Up() })
-	r.client.Emit(state("after", 1))
-	waitFor(t, "state delivered", func() bool { return slices.Contains(gatewayStates(r.gw), r.client.BootID()+"-1") })
-	for _, e := range r.gw.Events() {
+	close(hold.release)
+	waitFor(t, "second session", func() bool { return reg.Value("robot_agent_uplink_connects_total") == 2 && c.Up() })
+	c.Emit(state("after", 1))
+	waitFor(t, "state delivered", func() bool { return slices.Contains(gatewayStates(gw), c.BootID()+"-1") })
+	for _, e := range gw.Events() {
 		if p, ok := e.Msg.(*protocol.PlaybackProgress); ok {
 			t.Fatalf("stale periodic progress delivered on the next connection: %+v", p)
 		}
 	}
-	if n := r.reg.Value("robot_agent_uplink_stale_ephemeral_dropped_total"); n < 5 {
-		t.Fatalf("stale ephemeral drops counted: %d, want ≥ 5", n)
+	if n := reg.Value("robot_agent_uplink_stale_ephemeral_dropped_total"); n < 8 {
+		t.Fatalf("stale ephemeral drops counted: %d, want 8", n)
 	}
 }
 
@@ -546,5 +591,15 @@ func TestSpec_5_3_DuplicateActedOnce(t *testing.T) {
 	}
 	if n != 1 || r.reg.Value("robot_agent_uplink_duplicate_events_total") != 1 {
 		t.Fatalf("skill handed to the handler %d times, want once", n)
+	}
+}
+
+// TestSpec_3_1_CloseReasonValid: the close reason for a bad hello is valid
+// UTF-8 of at most 123 bytes whatever the gateway sent.
+func TestSpec_3_1_CloseReasonValid(t *testing.T) {
+	long := strings.Repeat("é", 200) + "\xff"
+	e := badHello(websocket.CloseProtocolError, "bad gateway hello: "+long, "x")
+	if len(e.reason) > 123 || !utf8.ValidString(e.reason) {
+		t.Fatalf("reason %q (%d bytes)", e.reason, len(e.reason))
 	}
 }

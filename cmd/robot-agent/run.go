@@ -581,14 +581,21 @@ func (a *agent) run(ctx context.Context) error {
 		a.log.Warn("shutdown: playback did not stop within 1 s")
 	}
 	a.close()
-	close(errs)
+	// errs is not closed: a part that did not stop in time may still
+	// send its error later (it then lands in the buffer, or its
+	// goroutine waits), and a send on a closed channel would panic.
 	var first error
-	for err := range errs {
-		if err != nil && first == nil {
-			first = err
+	for {
+		select {
+		case err := <-errs:
+			if err != nil && first == nil {
+				first = err
+			}
+			continue
+		default:
 		}
+		return first
 	}
-	return first
 }
 
 func (a *agent) close() {
