@@ -43,10 +43,10 @@ var rank = map[string]int{
 	"config": 4, "uplink": 4, "video": 4, "video/videotest": 4,
 	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4, "duplex": 4,
 	"jittertrace": 4, // replays traces through playback (robot-agent jitter-replay)
+	// Benchmark-only code beside its driver.
+	"hw/portaudio/handoffbench": 4,
 	// Wiring and development tools.
 	"state/modules": 5, "gateway": 5, "conformance": 5,
-	// Benchmark-only packages.
-	"hw/portaudio/handoffbench": 4,
 	// Fault-injection scenarios (tests only; they drive everything).
 	"internal/chaos": 6,
 	// The command: the one place that wires everything.
@@ -66,6 +66,7 @@ var forbidden = []struct {
 		"the protocol, codecs and the audio fast lane must not depend on device drivers"},
 	{[]string{"identity", "skills"}, []string{module + "/state"}, "identity and skills share types through package device, not state"},
 	{[]string{"codec/..."}, []string{module + "/hw"}, "codecs do not depend on the device seams (hw/camera depends on codec/h264)"},
+	{[]string{"cmd/robot-agent"}, []string{module + "/hw/portaudio/handoffbench"}, "benchmark-only code stays out of the binary"},
 }
 
 type listedPackage struct {
@@ -173,7 +174,7 @@ func TestLayering(t *testing.T) {
 	for _, b := range []struct {
 		tags string
 		cgo  bool
-	}{{"", false}, {"portaudio x264 opus", true}} {
+	}{{"", false}, {"portaudio x264 webrtcapm speexdsp opus", true}} {
 		pkgs := list(t, b.tags, b.cgo)
 		if len(pkgs) < len(rank)/2 {
 			t.Fatalf("go list -tags %q found only %d packages of %s", b.tags, len(pkgs), module)

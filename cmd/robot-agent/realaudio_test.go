@@ -79,6 +79,9 @@ func startRealE2E(t *testing.T, gw gateway.Config, ad audioDevicesConfig, mod fu
 		}
 	}
 	hwtest.LockAudio(t)
+	// These tests are about the half-duplex modes; full duplex (the echo
+	// canceller, in builds with it) has TestRealFullDuplexEchoPath.
+	t.Setenv("ROBOT_AGENT_AEC", "none")
 	if raceEnabled {
 		// The race detector slows the Go side several-fold; give it the
 		// queue it needs (the bounds below are relative to it).

@@ -47,6 +47,10 @@ or --mic-wav, and a speaker writing --speaker-wav); with --sim and no gateway
 URL an embedded gateway is started in-process, which echoes every utterance
 back as TTS and interrupts its reply when the robot speaks over it.
 
+A failure prints one line per problem, "robot-agent: cause (fix)", and exits
+2 (configuration), 3 (device), 4 (network: address in use) or 5 (internal
+error); 0 after a clean stop.
+
 Flags:
 `
 
@@ -370,7 +374,7 @@ func (a *agent) build() (err error) {
 func (a *agent) serveMetrics(addr string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return networkFailure(fmt.Errorf("metrics.listen %q: cannot listen: %w", addr, unwrapOpError(err)),
+		return networkFailure(fmt.Errorf("metrics.listen: %q: cannot listen: %w", addr, unwrapOpError(err)),
 			"choose a free port with metrics.listen / --metrics-listen, or stop what listens there (ss -ltnp)")
 	}
 	mux := http.NewServeMux()
