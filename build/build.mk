@@ -12,7 +12,7 @@
 #                    -> purge of the .deb with dpkg in a scratch root (root
 #                    only; skipped with a message otherwise)
 #
-# Variables: VERSION (build/version.sh), CGO_TAGS (portaudio,x264,webrtcapm,speexdsp), DIST
+# Variables: VERSION (build/version.sh), CGO_TAGS (portaudio,x264,webrtcapm,speexdsp,opus), DIST
 # (dist), DEB_FLAVOR (cgo|pure), TEST_ARM_FLAGS (-short), TEST_ARM_TARGETS
 # (arm64 armv7).
 
@@ -22,7 +22,7 @@ build_mk_default_goal := $(.DEFAULT_GOAL)
 
 GO ?= go
 VERSION ?= $(shell build/version.sh 2>/dev/null || echo 0.0.0~unknown)
-CGO_TAGS ?= portaudio,x264,webrtcapm,speexdsp
+CGO_TAGS ?= portaudio,x264,webrtcapm,speexdsp,opus
 DIST ?= $(CURDIR)/dist
 DEB_FLAVOR ?= cgo
 export GO VERSION CGO_TAGS DIST

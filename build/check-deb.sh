@@ -99,6 +99,9 @@ for deb in "${debs[@]}"; do
 		if [[ ,$CGO_TAGS, == *,portaudio,* ]] && ! has_dep libportaudio2; then
 			bad "a cgo build with tag portaudio must depend on libportaudio2 (is the PortAudio code built in?); Depends is '$depends'"
 		fi
+		if [[ ,$CGO_TAGS, == *,opus,* ]] && ! has_dep libopus0; then
+			bad "a cgo build with tag opus must depend on libopus0 (is the Opus codec built in?); Depends is '$depends'"
+		fi
 	else
 		kind=pure
 		[[ -z $depends ]] || bad "static binary but Depends is '$depends'"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs, from Debian 12's own packages, what cross builds, .deb packaging
 # and the emulated tests need: cross compilers, multiarch PortAudio and x264
-# -dev packages (PortAudio, x264, WebRTC audio processing, speexdsp) for
+# -dev packages (PortAudio, x264, WebRTC audio processing, speexdsp, Opus) for
 # arm64 and armhf (and amd64), qemu-user, file, binutils, systemd (for
 # systemd-analyze and systemd-sysusers), dpkg-dev (dpkg-parsechangelog, for
 # check-deb). Idempotent and quiet: when everything is installed it only
@@ -20,6 +20,9 @@ pkgs=(
 	libwebrtc-audio-processing-dev libspeexdsp-dev
 	libwebrtc-audio-processing-dev:arm64 libspeexdsp-dev:arm64
 	libwebrtc-audio-processing-dev:armhf libspeexdsp-dev:armhf
+	libopus-dev libopusfile-dev
+	libopus-dev:arm64 libopusfile-dev:arm64
+	libopus-dev:armhf libopusfile-dev:armhf
 )
 
 missing=()

@@ -13,7 +13,8 @@ SRC_DIR=${SRC_DIR:-$ROOT}
 # Build tags of the full (cgo) build: PortAudio and the libx264 H.264
 # encoder (package codec/h264). Its .deb depends on libx264-164: Debian 12,
 # Raspberry Pi OS bookworm, Ubuntu 24.04 (Ubuntu 22.04 has libx264-163).
-CGO_TAGS=${CGO_TAGS:-portaudio,x264,webrtcapm,speexdsp}
+# Tag opus (codec/opus) links libopus0 and libopusfile0.
+CGO_TAGS=${CGO_TAGS:-portaudio,x264,webrtcapm,speexdsp,opus}
 # Highest glibc symbol version a cgo binary may need: Debian 12 has 2.36,
 # Ubuntu 22.04 2.35, Raspberry Pi OS bookworm 2.36.
 GLIBC_FLOOR=${GLIBC_FLOOR:-2.34}

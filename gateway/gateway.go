@@ -82,6 +82,13 @@ type Config struct {
 	// continuous mode, where the gateway does VAD) with the same VAD the
 	// robot uses locally, instead of relying on the frames' flags.
 	ServerVAD bool
+	// Codec is pcm (default: PCM both ways, as a v1 gateway) or opus (Opus
+	// for each direction the robot offers it, in a binary built with the
+	// opus tag; PCM otherwise). Hooks and the echo always see PCM.
+	Codec string
+	// OpusUpBitrate is the mic bitrate chosen for Opus robots (0: the
+	// robot's own); OpusDownBitrate the TTS encoder's (0: 24000).
+	OpusUpBitrate, OpusDownBitrate int
 	// ReplyPrefixMS of a 440 Hz-free lead-in silence is not added: the echo
 	// is the utterance itself, resampled 16 → 24 kHz.
 }
@@ -114,6 +121,9 @@ func (c Config) Validate() error {
 	default:
 		return fmt.Errorf("gateway: decision %q is not delegate, override, illegal or none", c.Decision)
 	}
+	if err := validateCodec(c.Codec); err != nil {
+		return err
+	}
 	if c.Speed < 0 || c.Speed > 100 {
 		return fmt.Errorf("gateway: speed %v is outside 0..100", c.Speed)
 	}
@@ -133,6 +143,8 @@ type Event struct {
 // Hooks let tests and tools observe media as it arrives. They run on the
 // session's read goroutine and must not block.
 type Hooks struct {
+	// OnMic gets the mic audio as PCM16LE (decoded if the session
+	// negotiated Opus).
 	OnMic   func(s *Session, h protocol.Header, pcm []byte)
 	OnVideo func(s *Session, h protocol.Header, payload []byte)
 	OnMsg   func(s *Session, m protocol.Message)
@@ -162,6 +174,7 @@ type Server struct {
 		sessions, badFrames, badMessages, micFrames, videoFrames, controlMsgs *metrics.Counter
 		utterances, responses, interrupts, ttsChunks, authFailures            *metrics.Counter
 		micLatency                                                            *metrics.Histogram
+		micBytes, ttsBytes, ttsFrames                                         *metrics.Counter
 	}
 }
 
@@ -192,6 +205,9 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, h
 	s.m.utterances = reg.Counter("robot_agent_gateway_utterances_total", "Utterances completed (end flag received).")
 	s.m.responses = reg.Counter("robot_agent_gateway_responses_total", "TTS responses started.")
 	s.m.interrupts = reg.Counter("robot_agent_gateway_interrupts_total", "Interrupts sent (barge-in).")
+	s.m.micBytes = reg.Counter("robot_agent_gateway_mic_bytes_total", "Mic frame bytes received (whole binary messages).")
+	s.m.ttsBytes = reg.Counter("robot_agent_gateway_tts_bytes_total", "TTS frame bytes sent (whole binary messages).")
+	s.m.ttsFrames = reg.Counter("robot_agent_gateway_tts_frames_total", "TTS binary frames sent.")
 	s.m.ttsChunks = reg.Counter("robot_agent_gateway_tts_chunks_total", "TTS chunks sent.")
 	s.m.micLatency = reg.Histogram("robot_agent_gateway_mic_latency_seconds", "Mic frame end (robot clock) to received by the gateway, in seconds; meaningful when robot and gateway share a clock (embedded gateway).", nil)
 	return s, nil
@@ -317,7 +333,8 @@ type Session struct {
 
 	vad *serverVAD // nil unless Config.ServerVAD
 
-	pace *pacer // downlink pacing to the robot's playback buffer (pacing.go)
+	codec sessionCodec // negotiated audio and Opus state (codec.go)
+	pace  *pacer       // downlink pacing to the robot's playback buffer (pacing.go)
 
 	mu        sync.Mutex
 	conn      *websocket.Conn
@@ -377,17 +394,9 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 		utt:  make(map[uint32][]int16),
 		conn: conn,
 	}
-	gh := &protocol.GatewayHello{
-		Protocol: protocol.Version, SessionID: ss.ID,
-		AudioUp:   protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: hello.AudioUp.FrameMS},
-		AudioDown: protocol.AudioParams{Format: "pcm16le", SampleRate: 24000, Channels: 1},
-		Keepalive: s.cfg.Keepalive,
-		Minor:     protocol.MinorVersion,
-	}
-	if hello.Audio != nil {
-		// v1.1 (§3.9): choose from the offer; this gateway speaks PCM.
-		gh.Audio = &protocol.AudioChoice{Up: gh.AudioUp, Down: gh.AudioDown}
-	}
+	var gh *protocol.GatewayHello
+	ss.codec, gh = s.negotiate(hello)
+	gh.SessionID, gh.Keepalive = ss.ID, s.cfg.Keepalive
 	gh.TS = s.clk.Mono().Microseconds()
 	hb, _ := protocol.Marshal(gh)
 	// Register the session before the robot can see the hello, so that
@@ -403,7 +412,8 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 		return
 	}
 	s.m.sessions.Inc()
-	s.log.Info("gateway: robot online", "session", ss.ID, "device", dev, "model", hello.Model, "agent", hello.AgentVersion, "capabilities", hello.Capabilities)
+	s.log.Info("gateway: robot online", "session", ss.ID, "device", dev, "model", hello.Model, "agent", hello.AgentVersion, "capabilities", hello.Capabilities,
+		"audio_up", gh.AudioUp.Format, "audio_down", gh.AudioDown.Format)
 	select {
 	case s.newSess <- ss:
 	default:
@@ -537,7 +547,7 @@ func (ss *Session) readLoop(ctx context.Context, conn *websocket.Conn, timeout t
 		now := s.clk.Mono()
 		switch mt {
 		case websocket.BinaryMessage:
-			h, payload, err := protocol.ParseHeader(data)
+			h, payload, err := ss.codec.audio.ParseFrame(data)
 			if err == nil && h.Kind == protocol.KindTTSAudio {
 				err = fmt.Errorf("%w: tts_audio frames are gateway → robot only", protocol.ErrUnsupported)
 			}
@@ -550,6 +560,17 @@ func (ss *Session) readLoop(ctx context.Context, conn *websocket.Conn, timeout t
 			s.record(Event{Session: ss.ID, At: now, Header: &h, Payload: append([]byte(nil), payload...)})
 			switch h.Kind {
 			case protocol.KindMicAudio:
+				s.m.micBytes.Add(int64(len(data)))
+				if ss.codec.audio.UpOpus() {
+					pcm, err := ss.codec.decodeMic(h, payload)
+					if err != nil {
+						s.m.badFrames.Inc()
+						s.log.Warn("gateway: rejected mic frame", "session", ss.ID, "err", err)
+						ss.Send(&protocol.Error{Code: protocol.CodeBadFrame, Msg: "gateway: " + err.Error()})
+						continue
+					}
+					payload = pcm
+				}
 				ss.onMic(ctx, h, payload, now)
 			case protocol.KindVideo:
 				s.m.videoFrames.Inc()
@@ -812,6 +833,7 @@ func (ss *Session) streamTTS(ctx context.Context, id uint32, pcm []int16) {
 	if ctx.Err() != nil {
 		return
 	}
+	ss.codec.ttsPend = ss.codec.ttsPend[:0] // an interrupted response's partial packet
 	chunk := 24000 * s.cfg.ChunkMS / 1000
 	pace := time.Duration(float64(time.Duration(s.cfg.ChunkMS)*time.Millisecond) / s.cfg.Speed)
 	t := time.NewTicker(pace)
@@ -845,6 +867,18 @@ func (ss *Session) sendTTSChunk(id uint32, samples []int16, last bool) bool {
 	if s.cfg.TTSMode == TTSBase64 {
 		return ss.Send(&protocol.TTS{ResponseID: id, AudioB64: base64.StdEncoding.EncodeToString(b), Last: last}) == nil
 	}
+	if ss.codec.audio.DownOpus() {
+		// One Opus packet per frame (docs/protocol.md 17.3).
+		return ss.codec.encodeTTS(samples, last, func(pkt []byte, final bool) bool {
+			return ss.sendTTSFrame(id, pkt, final)
+		})
+	}
+	return ss.sendTTSFrame(id, b, last)
+}
+
+// sendTTSFrame sends one kind 3 frame with the next sequence number.
+func (ss *Session) sendTTSFrame(id uint32, payload []byte, last bool) bool {
+	s := ss.srv
 	ss.mu.Lock()
 	ss.seq++
 	seq := ss.seq
@@ -853,7 +887,9 @@ func (ss *Session) sendTTSChunk(id uint32, samples []int16, last bool) bool {
 	if last {
 		flag = protocol.FlagTTSLast
 	}
-	frame := protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindTTSAudio, Flag: flag, Stream: id, Seq: seq, Timestamp: s.clk.Mono().Microseconds()}, b)
+	frame := protocol.AppendFrame(nil, protocol.Header{Kind: protocol.KindTTSAudio, Flag: flag, Stream: id, Seq: seq, Timestamp: s.clk.Mono().Microseconds()}, payload)
+	s.m.ttsBytes.Add(int64(len(frame)))
+	s.m.ttsFrames.Inc()
 	return ss.SendRaw(websocket.BinaryMessage, frame) == nil
 }
 

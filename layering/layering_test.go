@@ -33,7 +33,7 @@ var rank = map[string]int{
 	"aec":  3,
 	// The control-event spool and the log rate limiter (issue 13).
 	"spool": 1, "logthrottle": 1,
-	"hw": 2, "codec/h264": 2,
+	"hw": 2, "codec/h264": 2, "codec/opus": 2, "codec/quality": 2,
 	// The flight recorder: rings and bundle writing over codec/wav.
 	"flightrec": 2,
 	// Drivers (implementations of the seams) and pipeline stages. They do
@@ -176,7 +176,7 @@ func TestLayering(t *testing.T) {
 	for _, b := range []struct {
 		tags string
 		cgo  bool
-	}{{"", false}, {"portaudio x264 webrtcapm speexdsp", true}} {
+	}{{"", false}, {"portaudio x264 webrtcapm speexdsp opus", true}} {
 		pkgs := list(t, b.tags, b.cgo)
 		if len(pkgs) < len(rank)/2 {
 			t.Fatalf("go list -tags %q found only %d packages of %s", b.tags, len(pkgs), module)

@@ -101,10 +101,17 @@ const FormatPCM16LE = "pcm16le"
 // codec parameters) may be added in minor versions; receivers ignore the
 // ones they do not know.
 type AudioParams struct {
-	Format     string `json:"format"` // always "pcm16le" in v1
+	Format     string `json:"format"` // "pcm16le" (v1), or "opus" (§17, codec.go)
 	SampleRate int    `json:"sample_rate"`
 	Channels   int    `json:"channels"`
 	FrameMS    int    `json:"frame_ms,omitempty"`
+	// Opus parameters (§17): bit/s chosen or offered, the range a gateway
+	// may choose from, discontinuous transmission, in-band FEC.
+	Bitrate    int  `json:"bitrate,omitempty"`
+	BitrateMin int  `json:"bitrate_min,omitempty"`
+	BitrateMax int  `json:"bitrate_max,omitempty"`
+	DTX        bool `json:"dtx,omitempty"`
+	FEC        bool `json:"fec,omitempty"`
 }
 
 // RobotHello is the robot's first message (agent_meta).
@@ -622,7 +629,13 @@ func validateFromGateway(m Message) error {
 			if err := validParams("audio.up", v.Audio.Up); err != nil {
 				return err
 			}
-			return validParams("audio.down", v.Audio.Down)
+			if err := validParams("audio.down", v.Audio.Down); err != nil {
+				return err
+			}
+			if err := validateChosen("audio.up", v.Audio.Up, MicRate); err != nil {
+				return err
+			}
+			return validateChosen("audio.down", v.Audio.Down, TTSRate)
 		}
 		return validateAudio("audio_down", v.AudioDown, 24000)
 	case *Ack:
@@ -754,6 +767,9 @@ func validateFromRobot(m Message) error {
 				if err := validParams(fmt.Sprintf("audio.down[%d]", i), p); err != nil {
 					return err
 				}
+			}
+			if err := validateOffers(v.Audio); err != nil {
+				return err
 			}
 		}
 		return validateAudio("audio_up", v.AudioUp, 16000)

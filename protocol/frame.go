@@ -158,6 +158,13 @@ func AppendFrame(dst []byte, h Header, payload []byte) []byte {
 // copy). It checks the version, the kind, the flag for the kind, that the
 // length field equals the bytes present, and the per-kind size limit.
 func ParseHeader(msg []byte) (Header, []byte, error) {
+	return parseHeader(msg, true, true)
+}
+
+// parseHeader is ParseHeader; micPCM and ttsPCM say whether that kind's
+// payload must be whole PCM16 samples (false when Opus was negotiated,
+// SessionAudio.ParseFrame).
+func parseHeader(msg []byte, micPCM, ttsPCM bool) (Header, []byte, error) {
 	var h Header
 	if len(msg) < HeaderSize {
 		return h, nil, fmt.Errorf("%w: binary frame of %d bytes is shorter than the %d-byte header", ErrMalformed, len(msg), HeaderSize)
@@ -202,7 +209,7 @@ func ParseHeader(msg []byte) (Header, []byte, error) {
 	if (h.Kind == KindMicAudio || h.Kind == KindTTSAudio) && h.Stream == 0 {
 		return h, nil, fmt.Errorf("%w: %s frame with stream id 0 (utterance and response ids start at 1)", ErrMalformed, h.Kind)
 	}
-	if (h.Kind == KindMicAudio || h.Kind == KindTTSAudio) && h.Length%2 != 0 {
+	if ((h.Kind == KindMicAudio && micPCM) || (h.Kind == KindTTSAudio && ttsPCM)) && h.Length%2 != 0 {
 		return h, nil, fmt.Errorf("%w: %s payload of %d bytes is not whole PCM16 samples", ErrMalformed, h.Kind, h.Length)
 	}
 	return h, msg[HeaderSize:], nil

@@ -15,6 +15,11 @@ mkdir -p out
     ./playback/ ./uplink/ ./capture/ ./protocol/ ./codec/...
   # End-to-end loopback latency (one 6 s session per count).
   go test -run '^$' -bench EndToEndLatency -benchtime 1x -count "${COUNT}" ./cmd/robot-agent/
+  # Opus (needs the opus tag): bytes on the wire per minute of the make run
+  # conversation, PCM then Opus (two WIRE_BENCH_FOR sessions, default 20 s).
+  if [[ " ${TAGS} " == *" opus "* ]]; then
+    go test -tags "${TAGS}" -run '^$' -bench WireBytes -benchtime 1x -count 1 ./cmd/robot-agent/
+  fi
   # State modules: cost per event to the wire, IMU sampling.
   go test -run '^$' -bench . -benchmem -count "${COUNT}" ./state/... ./identity/
   # Video: pipeline CPU at 640x480 15 fps (capture-only baseline in the same run).

@@ -3,7 +3,7 @@
 # Idempotent and quiet when everything is present. Needs root (or sudo) to
 # install; otherwise prints the command to run.
 set -euo pipefail
-pkgs=(gcc pkg-config portaudio19-dev pulseaudio pulseaudio-utils libasound2-plugins ffmpeg espeak-ng sox file libx264-dev libwebrtc-audio-processing-dev libspeexdsp-dev)
+pkgs=(gcc pkg-config portaudio19-dev pulseaudio pulseaudio-utils libasound2-plugins ffmpeg espeak-ng sox file libx264-dev libwebrtc-audio-processing-dev libspeexdsp-dev libopus-dev libopusfile-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

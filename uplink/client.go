@@ -108,6 +108,9 @@ type Config struct {
 	Spool        Spool
 	EventPrefix  string
 	DrainTimeout time.Duration // on shutdown, time to flush queued frames; default 2 s
+	// Codecs, if set, offers compressed audio in hello (codec.go); nil
+	// means PCM only.
+	Codecs *AudioCodecs
 	// Heartbeat, if set, is called at least every second while the
 	// client's loops are healthy — connected or backing off — for the
 	// service watchdog. It must not block.
@@ -232,6 +235,11 @@ type Client struct {
 	lastRefused uint32       // read pump only: last response whose audio was refused
 	errLimit    errorLimiter // read pump only: §9.1 error reply rate limit
 
+	// audio is the session's negotiated audio (set before the pumps
+	// start); micEnc the write pump's encoder (codec.go).
+	audio  protocol.SessionAudio
+	micEnc micCodec
+
 	up        atomic.Bool
 	sessionID atomic.Value // string
 	drainReq  atomic.Bool
@@ -249,6 +257,7 @@ type clientMetrics struct {
 	controlSent, ephemeralDropped            *metrics.Counter
 	badFrames, badMessages, unknownTypes     *metrics.Counter
 	gatewayErrors, ttsBytes, staleTTS        *metrics.Counter
+	micBytes                                 *metrics.Counter
 	keepaliveTimeouts, pings, goAways, dupes *metrics.Counter
 	errorsSuppressed, replaced, staleDropped *metrics.Counter
 	handshakeFailures                        *metrics.Counter
@@ -299,6 +308,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, t
 		pings:             reg.Counter("robot_agent_uplink_pings_total", "Pings sent."),
 		goAways:           reg.Counter("robot_agent_uplink_go_aways_total", "go_away messages received."),
 		dupes:             reg.Counter("robot_agent_uplink_duplicate_events_total", "Gateway control messages received twice (acked, not handled again)."),
+		micBytes:          reg.Counter("robot_agent_uplink_mic_bytes_total", "Mic frame bytes written to the WebSocket (header included)."),
 		answersSent:       reg.Counter("robot_agent_uplink_answers_sent_total", "Acks and errors answering reliable gateway messages written (never dropped)."),
 		answersDiscarded:  reg.Counter("robot_agent_uplink_answers_discarded_total", "Answers left unsent when their session ended (the gateway re-sends or drops those messages per 3.5)."),
 		linkUp:            reg.Gauge("robot_agent_uplink_up", "1 while a gateway session is established."),
@@ -327,6 +337,8 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, t
 	c.video = newFrameLane(cfg.VideoQueue, protocol.HeaderSize+cfg.VideoMax, c.m.videoDropped, c.m.videoQueued)
 	c.sessionID.Store("")
 	c.micSendLatency = reg.Histogram(MicSendLatencyMetric, "Mic frame end (capture clock) to the frame written to the WebSocket, in seconds.", nil)
+	c.audio = protocol.PCMAudio(cfg.Hello.AudioUp.FrameMS)
+	c.micEnc.errors = reg.Counter("robot_agent_uplink_mic_encode_errors_total", "Mic frames the codec failed to encode (not sent).")
 	return c, nil
 }
 
@@ -589,7 +601,8 @@ func (c *Client) robotHello() protocol.RobotHello {
 		hello.AudioDown = []protocol.AudioParams{{Format: protocol.FormatPCM16LE, SampleRate: 24000, Channels: 1}}
 	}
 	if hello.Audio == nil {
-		hello.Audio = &protocol.AudioOffer{Up: []protocol.AudioParams{hello.AudioUp}, Down: hello.AudioDown}
+		// The configured codecs first (most preferred), then PCM.
+		hello.Audio = c.audioOffer(&hello)
 	}
 	return hello
 }
@@ -639,9 +652,10 @@ func (c *Client) handshake(conn *websocket.Conn) (*protocol.GatewayHello, protoc
 		return nil, neg, badHello(websocket.CloseProtocolError, "bad gateway hello: first message is "+m.Envelope().Type, "first gateway message is %q, want hello", m.Envelope().Type)
 	}
 	neg, err = protocol.Negotiate(&hello, gh, c.cfg.DefaultKeepalive)
-	if err == nil && (neg.AudioUp.Format != protocol.FormatPCM16LE || neg.AudioDown.Format != protocol.FormatPCM16LE) {
-		// This client carries PCM only; a codec needs its own lane.
-		err = fmt.Errorf("%w: negotiated audio %s up, %s down, this robot carries pcm16le only", protocol.ErrUnsupported, neg.AudioUp, neg.AudioDown)
+	if err == nil {
+		// The formats and their codec parameters (§17); a codec the robot
+		// did not offer is a bad hello like any other.
+		err = c.negotiate(&hello, gh)
 	}
 	if err != nil {
 		return nil, neg, badHello(websocket.CloseProtocolError, "bad gateway hello: "+err.Error(), "%v", err)
@@ -839,10 +853,17 @@ func (c *Client) flushQueues(write func(int, []byte) error) error {
 			if !ok {
 				break
 			}
+			if c.audio.UpOpus() {
+				if f, ok = c.encodeMic(f); !ok {
+					c.mic.release()
+					continue
+				}
+			}
 			if err := write(websocket.BinaryMessage, f); err != nil {
 				return err
 			}
 			c.observeMicSent(f)
+			c.m.micBytes.Add(int64(len(f)))
 			c.mic.release()
 			c.m.micSent.Inc()
 			progressed = true
@@ -1015,7 +1036,7 @@ func readAll(r io.Reader, buf []byte) ([]byte, error) {
 }
 
 func (c *Client) handleBinary(msg []byte) {
-	h, payload, err := protocol.ParseHeader(msg)
+	h, payload, err := c.audio.ParseFrame(msg)
 	if err == nil && h.Kind != protocol.KindTTSAudio {
 		err = fmt.Errorf("%w: %s frames are robot → gateway only", protocol.ErrUnsupported, h.Kind)
 	}
@@ -1029,7 +1050,9 @@ func (c *Client) handleBinary(msg []byte) {
 	if c.tts == nil {
 		return
 	}
-	if len(payload) > 0 {
+	if len(payload) > 0 && c.audio.DownOpus() {
+		c.pushTTSPacket(h, payload)
+	} else if len(payload) > 0 {
 		c.pushTTS(h.Stream, payload)
 	}
 	if h.Flag == protocol.FlagTTSLast {
@@ -1042,7 +1065,11 @@ func (c *Client) handleBinary(msg []byte) {
 // interrupted or finished responses), so a misbehaving gateway hears about
 // it once, not per chunk. Read pump only.
 func (c *Client) pushTTS(id uint32, pcm []byte) {
-	err := c.tts.PushPCM(id, pcm)
+	c.refused(id, c.tts.PushPCM(id, pcm))
+}
+
+// refused counts and reports (once per response) audio the sink refused.
+func (c *Client) refused(id uint32, err error) {
 	if err == nil {
 		return
 	}
@@ -1058,7 +1085,7 @@ func (c *Client) pushTTS(id uint32, pcm []byte) {
 	case errors.Is(err, playback.ErrFull):
 		code = protocol.CodeBufferOverflow
 	}
-	c.log.Info("uplink: TTS audio refused by the jitter buffer", "response", id, "err", err)
+	c.log.Info("uplink: TTS audio refused", "response", id, "err", err)
 	c.sendError(code, fmt.Sprintf("uplink: tts audio for response %d dropped: %v", id, err), "")
 }
 

@@ -48,6 +48,7 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 	ttsMode := fs.String("tts-mode", "binary", "send TTS as binary frames or base64 JSON")
 	speed := fs.Float64("speed", 4, "TTS streaming speed relative to real time")
 	noEcho := fs.Bool("no-echo", false, "do not answer utterances")
+	codec := fs.String("codec", gateway.CodecPCM, "audio to choose for robots that offer it: pcm or opus (opus needs a binary built with -tags opus)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	goAway := fs.Duration("go-away-delay", time.Second, "on SIGTERM/SIGINT, tell robots to reconnect after this long (go_away; 0: no go_away)")
 	goAwaySpread := fs.Duration("go-away-spread", 0, "add up to this much per-robot jitter to --go-away-delay")
@@ -65,7 +66,7 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 		return reportFailure(stderr, field.New("gateway", fs.Arg(0), "unexpected argument", "see robot-agent gateway -h"))
 	}
 	log := newLogger(config.Log{Level: *logLevel, Format: "text"}, stderr)
-	cfg := gateway.Config{TTSMode: *ttsMode, Speed: *speed, NoEcho: *noEcho}
+	cfg := gateway.Config{TTSMode: *ttsMode, Speed: *speed, NoEcho: *noEcho, Codec: *codec}
 	if *tokenFile != "" {
 		b, err := os.ReadFile(*tokenFile)
 		if err != nil {

@@ -224,6 +224,7 @@ type agent struct {
 	reg  *metrics.Registry
 	log  *slog.Logger
 
+	codec    audioCodecConfig // audio_codec section (codec_config.go)
 	gw       *gateway.Server
 	gwSrv    *http.Server
 	gwURL    string
@@ -259,6 +260,13 @@ func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metric
 // a.closers how to close each.
 func (a *agent) build() (err error) {
 	cfg, opts, clk, reg, log := a.cfg, a.opts, a.clk, a.reg, a.log
+	if a.codec, err = loadAudioCodec(cfg); err != nil {
+		return err
+	}
+	codecs, err := a.codec.audioCodecs(cfg.Audio.FrameMS, log)
+	if err != nil {
+		return err
+	}
 	if cfg.Gateway.URL == "" {
 		if err := a.startEmbeddedGateway(); err != nil {
 			return err
@@ -327,6 +335,8 @@ func (a *agent) build() (err error) {
 	if ucfg.Spool, err = a.openSpool(); err != nil {
 		return err
 	}
+	ucfg.Codecs = codecs
+	tts = wrapTTSDecoder(codecs, tts, reg, log)
 	a.client, err = uplink.New(ucfg, clk, reg, log, tts, a.control)
 	if err != nil {
 		return err
@@ -410,7 +420,8 @@ func (a *agent) startEmbeddedGateway() error {
 		// that goes through the robot's safety arbiter to a GPIO output.
 		GreetSkill: &protocol.Skill{Skill: "gpio.blink", Args: json.RawMessage(`{"pin":"led_eyes","times":3,"period_ms":200}`)},
 		// In continuous mode the gateway finds the utterances.
-		ServerVAD: a.cfg.Audio.Mode == capture.ModeContinuous}
+		ServerVAD: a.cfg.Audio.Mode == capture.ModeContinuous,
+		Codec:     a.codec.Gateway}
 	if a.opts.gwConfig != nil {
 		gcfg = *a.opts.gwConfig
 	}

@@ -23,7 +23,7 @@ func (a *agent) writeSummary(w io.Writer) {
 		v("robot_agent_capture_utterances_total"), v("robot_agent_uplink_mic_frames_sent_total"),
 		micDropped(v))
 	fmt.Fprintf(w, "  tts:       %.1f s received, %d responses played to the end, %d interrupted (barge-in)\n",
-		float64(v("robot_agent_uplink_tts_bytes_total"))/2/24000, done, interrupted)
+		ttsSeconds(v), done, interrupted)
 	fmt.Fprintf(w, "  speaker:   %.1f s played, %d underruns, %d samples concealed, %d stale frames dropped\n",
 		float64(v("robot_agent_playback_played_samples_total"))/24000, v("robot_agent_playback_underruns_total"),
 		v("robot_agent_playback_concealed_samples_total"), v("robot_agent_playback_stale_frames_dropped_total"))
@@ -40,6 +40,7 @@ func (a *agent) writeSummary(w io.Writer) {
 			v("robot_agent_skills_ok_total"), v("robot_agent_skills_refused_total"),
 			v("robot_agent_function_calls_total"), v("robot_agent_function_calls_delegated_total"), v("robot_agent_skills_deadman_total"))
 	}
+	a.writeCodecSummary(w)
 	writeDeviceTiming(w, a.reg)
 	a.video.writeSummary(w)
 	if a.gw != nil {

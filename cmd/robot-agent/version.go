@@ -11,7 +11,7 @@ import (
 // tags_*.go twins).
 func buildTags() []string {
 	var tags []string
-	for _, t := range []string{tagPortAudio, tagX264, tagWebRTCAPM, tagSpeexDSP} {
+	for _, t := range []string{tagPortAudio, tagX264, tagWebRTCAPM, tagSpeexDSP, tagOpus} {
 		if t != "" {
 			tags = append(tags, t)
 		}

@@ -1,0 +1,5 @@
+//go:build !opus
+
+package main
+
+const tagOpus = ""
