@@ -27,6 +27,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,24 +37,40 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// Counter is a monotonically increasing count. Get one from a Registry.
+// Counter is a monotonically increasing count. Get one from a Registry; a
+// zero Counter (not registered anywhere) also works and counts locally.
 type Counter struct {
 	c prometheus.Counter
+	v atomic.Int64 // the count of an unregistered (zero) Counter
 }
 
 // Inc adds one.
-func (c *Counter) Inc() { c.c.Inc() }
+func (c *Counter) Inc() {
+	if c.c == nil {
+		c.v.Add(1)
+		return
+	}
+	c.c.Inc()
+}
 
 // Add adds n. A negative n is ignored (a counter never goes down; the
 // library would panic).
 func (c *Counter) Add(n int64) {
-	if n > 0 {
-		c.c.Add(float64(n))
+	if n <= 0 {
+		return
 	}
+	if c.c == nil {
+		c.v.Add(n)
+		return
+	}
+	c.c.Add(float64(n))
 }
 
 // Value returns the current count.
 func (c *Counter) Value() int64 {
+	if c.c == nil {
+		return c.v.Load()
+	}
 	var m dto.Metric
 	if c.c.Write(&m) != nil {
 		return 0
@@ -61,19 +78,36 @@ func (c *Counter) Value() int64 {
 	return int64(m.GetCounter().GetValue())
 }
 
-// Gauge is a value that goes up and down. Get one from a Registry.
+// Gauge is a value that goes up and down. Get one from a Registry; a zero
+// Gauge (not registered anywhere) also works locally.
 type Gauge struct {
 	g prometheus.Gauge
+	v atomic.Int64 // the value of an unregistered (zero) Gauge
 }
 
 // Set stores v.
-func (g *Gauge) Set(v int64) { g.g.Set(float64(v)) }
+func (g *Gauge) Set(v int64) {
+	if g.g == nil {
+		g.v.Store(v)
+		return
+	}
+	g.g.Set(float64(v))
+}
 
 // Add adds d.
-func (g *Gauge) Add(d int64) { g.g.Add(float64(d)) }
+func (g *Gauge) Add(d int64) {
+	if g.g == nil {
+		g.v.Add(d)
+		return
+	}
+	g.g.Add(float64(d))
+}
 
 // Value returns the current value.
 func (g *Gauge) Value() int64 {
+	if g.g == nil {
+		return g.v.Load()
+	}
 	var m dto.Metric
 	if g.g.Write(&m) != nil {
 		return 0

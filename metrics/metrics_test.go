@@ -179,3 +179,16 @@ func TestHandlerServesTextAndRuntimeMetrics(t *testing.T) {
 		t.Errorf("Content-Type %q", ct)
 	}
 }
+
+func TestZeroCounterAndGaugeWork(t *testing.T) {
+	var c Counter
+	c.Inc()
+	c.Add(2)
+	c.Add(-5)
+	var g Gauge
+	g.Set(7)
+	g.Add(-2)
+	if c.Value() != 3 || g.Value() != 5 {
+		t.Fatalf("zero counter %d (want 3), zero gauge %d (want 5)", c.Value(), g.Value())
+	}
+}

@@ -90,7 +90,7 @@ func (c audioCodecConfig) audioCodecs(frameMS int, log *slog.Logger) (*uplink.Au
 	case !opus.Available() && c.Opus == opusOn:
 		return nil, fmt.Errorf("%w: %s.opus: on: this binary has no Opus codec: %w (build with cgo and -tags opus, libopus-dev installed; or set it to auto)", config.ErrInvalid, audioCodecSection, hw.ErrNotBuiltIn)
 	case !opus.Available():
-		log.Info("audio: Opus not built into this binary; offering PCM only")
+		log.Debug("audio: Opus not built into this binary; offering PCM only")
 		return nil, nil
 	}
 	ac := &uplink.AudioCodecs{

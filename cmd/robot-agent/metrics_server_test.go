@@ -48,7 +48,7 @@ func TestMetricsChosenPortBusyIsAnError(t *testing.T) {
 	cfg.Metrics.Listen = ln.Addr().String()
 	a := &agent{cfg: cfg, reg: metrics.NewRegistry(), log: quietLog()}
 	err = a.startMetrics()
-	want := `metrics.listen "` + ln.Addr().String() + `": cannot listen: `
+	want := `metrics.listen: "` + ln.Addr().String() + `": cannot listen: `
 	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "address already in use") || exitCode(err) != exitNetwork {
 		t.Fatalf("error %v (exit %d), want %q... address already in use, exit %d", err, exitCode(err), want, exitNetwork)
 	}
