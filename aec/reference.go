@@ -30,10 +30,11 @@ type Reference struct {
 	ring []int16
 	// written is the next ring index to be written (published with a
 	// release store after the samples), origin the clock.Mono time of
-	// index 0. Only the producer writes them.
+	// index 0 (nanoseconds), started whether origin is set (stored after
+	// origin). Only the producer writes them; the consumer reads them.
 	written atomic.Int64
-	origin  time.Duration
-	started bool
+	origin  atomic.Int64
+	started atomic.Bool
 	jumps   atomic.Int64
 }
 
@@ -47,7 +48,7 @@ func NewReference(clk clock.Clock, speakerRate int) (*Reference, error) {
 }
 
 func (r *Reference) index(t time.Duration) int64 {
-	return int64((t - r.origin) * Rate / time.Second)
+	return int64((t - time.Duration(r.origin.Load())) * Rate / time.Second)
 }
 
 // Played records p (mono, the speaker's rate; at most one second) whose
@@ -57,8 +58,9 @@ func (r *Reference) Played(p []int16, dac time.Duration) {
 		p = p[:r.rs.InRate()]
 	}
 	w := r.written.Load()
-	if !r.started {
-		r.origin, r.started = dac, true
+	if !r.started.Load() {
+		r.origin.Store(int64(dac))
+		r.started.Store(true)
 		w = 0
 	} else if want := r.index(dac); want > w+int64(reanchor*Rate/time.Second) || want < w-int64(reanchor*Rate/time.Second) {
 		// A pause (silence played by nobody) or a jump: zero the gap so a
@@ -95,7 +97,7 @@ func (r *Reference) Read(dst []int16, t time.Duration) {
 // ReadIndex is Read by ring index; Index converts a time.
 func (r *Reference) readAt(dst []int16, idx int64) {
 	w := r.written.Load()
-	if !r.started && w == 0 {
+	if !r.started.Load() && w == 0 {
 		clear(dst)
 		return
 	}

@@ -359,9 +359,14 @@ func TestRealHotPlug(t *testing.T) {
 	replugged = true
 	backIn := waitFor(t, 5*time.Second, "both devices back", func() bool { return sink.Up() && src.Up() })
 	t.Logf("devices back %v after the card returned", backIn)
+	// PulseAudio may announce a returning card twice (the first stream
+	// opened on it can fail while the server is still setting it up), so a
+	// second reopen is tolerated; more means the device flaps.
 	for _, m := range []string{"robot_agent_audio_output_reopened_total", "robot_agent_audio_input_reopened_total"} {
-		if n := reg.Value(m); n != 1 {
-			t.Errorf("%s = %d, want 1", m, n)
+		if n := reg.Value(m); n < 1 || n > 2 {
+			t.Errorf("%s = %d, want 1 (2 tolerated)", m, n)
+		} else if n == 2 {
+			t.Logf("%s = 2 (the returning card was opened twice)", m)
 		}
 	}
 	close(stop)
