@@ -295,7 +295,7 @@ func (a *agent) build() (err error) {
 	a.player, err = playback.New(playback.Config{
 		PrebufferMS:  cfg.Playback.PrebufferMS,
 		FadeMS:       cfg.Playback.FadeMS,
-		Slots:        pow2(cfg.Playback.BufferMS * 24000 / 1000 / playback.DefaultSlotSamples),
+		Slots:        pow2(cfg.Playback.BufferMS * (24000 / 1000) / playback.DefaultSlotSamples), // 24 samples per ms: no int32 overflow on armv7
 		PeriodFrames: cfg.Playback.PeriodMS * 24,
 	}, clk, reg, log)
 	if err != nil {
