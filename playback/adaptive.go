@@ -260,22 +260,7 @@ func (p *Player) playStage(dst []int16) int {
 	a := &p.ad
 	n := min(len(dst), a.len())
 	src := a.buf[a.rd : a.rd+n]
-	if p.gain == p.fadeLen && !p.rampUp {
-		copy(dst, src)
-	} else {
-		L := p.fadeLen
-		for j, v := range src {
-			if p.rampUp {
-				if p.gain < L {
-					p.gain++
-				}
-				if p.gain == L {
-					p.rampUp = false
-				}
-			}
-			dst[j] = int16(int32(v) * p.gain / L)
-		}
-	}
+	p.copyRamp(dst, src)
 	p.lastRaw = src[n-1]
 	a.rd += n
 	a.sinceOp += int64(n)

@@ -935,22 +935,7 @@ func (p *Player) play(s *Slot, dst []int16) int {
 	}
 	n := min(len(dst), s.N-p.off)
 	src := s.buf[p.off : p.off+n]
-	if p.gain == p.fadeLen && !p.rampUp {
-		copy(dst, src)
-	} else {
-		L := p.fadeLen
-		for j, v := range src {
-			if p.rampUp {
-				if p.gain < L {
-					p.gain++
-				}
-				if p.gain == L {
-					p.rampUp = false
-				}
-			}
-			dst[j] = int16(int32(v) * p.gain / L)
-		}
-	}
+	p.copyRamp(dst, src)
 	p.lastRaw = src[n-1]
 	p.off += n
 	p.played += int64(n)
@@ -1032,5 +1017,26 @@ func (p *Player) emit(kind EventKind, key uint64, played int64) {
 	}
 	if !p.events.push(e) {
 		p.m.eventsDropped.Inc()
+	}
+}
+
+// copyRamp copies src into dst (len(dst) >= len(src)), applying the fade-in
+// ramp while one is running (consumer only; no allocation).
+func (p *Player) copyRamp(dst, src []int16) {
+	if p.gain == p.fadeLen && !p.rampUp {
+		copy(dst, src)
+		return
+	}
+	L := p.fadeLen
+	for j, v := range src {
+		if p.rampUp {
+			if p.gain < L {
+				p.gain++
+			}
+			if p.gain == L {
+				p.rampUp = false
+			}
+		}
+		dst[j] = int16(int32(v) * p.gain / L)
 	}
 }
