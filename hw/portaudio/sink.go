@@ -143,7 +143,9 @@ func (s *Sink) Device() string {
 // not delay silence. A Write running concurrently returns early without
 // queuing the rest of its buffer; audio it already queued is dropped too
 // (the ring tags publications with the flush generation). Writes that
-// start after Flush returns play normally. It returns the frames (at
+// start after Flush returns play normally, from a reset resampler (no tail
+// of the flushed audio); the first of them may wait up to one device
+// period for the callback to release the flushed frames. It returns the frames (at
 // Format's rate) that were queued and are discarded. Any goroutine;
 // lock-free, no allocation.
 func (s *Sink) Flush() int {
@@ -194,7 +196,15 @@ func (s *Sink) Write(p []int16) error {
 	if c := s.ep.conn.Load(); c != nil {
 		// Audio handed to this Write is tagged with the flush generation
 		// as of its start: a Flush during the call makes it stale.
-		s.gen = c.ring.flushGen()
+		if g := c.ring.flushGen(); g != s.gen {
+			s.gen = g
+			// The resampler's history still holds the flushed audio: left
+			// there, its last few frames (the filter's delay) would play at
+			// the start of the next response.
+			if s.rs != nil && c == s.cur {
+				s.rs.Reset()
+			}
+		}
 	}
 	for len(p) > 0 {
 		c := s.ep.conn.Load()
