@@ -209,19 +209,35 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 	set(&c.Metrics.Listen, "ROBOT_AGENT_METRICS_LISTEN")
 }
 
-// LoadToken reads the bearer token from TokenFile, or from
-// $CREDENTIALS_DIRECTORY/gateway-token when TokenFile is empty. Without
-// either the agent connects without a token (gateways that do not ask for
+// CredentialName is the systemd credential holding the token
+// ($CREDENTIALS_DIRECTORY/gateway-token, LoadCredential= in the unit).
+const CredentialName = "gateway-token"
+
+// TokenPath says where the token comes from: gateway.token_file when set
+// (explicit: the file must exist and hold a token), else
+// $CREDENTIALS_DIRECTORY/gateway-token when that directory is set (not
+// explicit: a missing file means no token). "" when neither is set: the
+// agent connects without a token. run (LoadToken) and doctor both decide
+// with it.
+func (c *Config) TokenPath(getenv func(string) string) (path string, explicit bool) {
+	if c.Gateway.TokenFile != "" {
+		return c.Gateway.TokenFile, true
+	}
+	if dir := getenv("CREDENTIALS_DIRECTORY"); dir != "" {
+		return filepath.Join(dir, CredentialName), false
+	}
+	return "", false
+}
+
+// LoadToken reads the bearer token from the file TokenPath names. Without
+// one the agent connects without a token (gateways that do not ask for
 // one), unless required. A token_file that is set but unreadable or empty
 // is always an error.
 func (c *Config) LoadToken(getenv func(string) string, required bool) error {
-	path := c.Gateway.TokenFile
-	if path == "" {
-		if dir := getenv("CREDENTIALS_DIRECTORY"); dir != "" {
-			path = filepath.Join(dir, "gateway-token")
-			if _, err := os.Stat(path); err != nil && !required {
-				path = "" // no credential passed: connect without a token
-			}
+	path, explicit := c.TokenPath(getenv)
+	if path != "" && !explicit && !required {
+		if _, err := os.Stat(path); err != nil {
+			path = "" // no credential passed: connect without a token
 		}
 	}
 	if path == "" {
@@ -231,17 +247,28 @@ func (c *Config) LoadToken(getenv func(string) string, required bool) error {
 		}
 		return nil
 	}
+	tok, err := readToken(path)
+	if err != nil {
+		return err
+	}
+	c.Gateway.Token = tok
+	return nil
+}
+
+// readToken reads a token file: its content without surrounding white
+// space. An unreadable or empty file is a *field.Error on
+// gateway.token_file.
+func readToken(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "cannot read: " + unwrapPathError(err),
+		return "", &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "cannot read: " + unwrapPathError(err),
 			Hint: "check the path and that the service user may read it"}
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
-		return &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "the file is empty", Hint: "write the gateway token into it"}
+		return "", &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "the file is empty", Hint: "write the gateway token into it"}
 	}
-	c.Gateway.Token = tok
-	return nil
+	return tok, nil
 }
 
 // unwrapPathError drops the path an *os.PathError repeats.
