@@ -131,9 +131,6 @@ func loadRunConfig(f *runFlags, fs *flag.FlagSet, getenv func(string) string) (c
 	if err := validateConfig(cfg, f.sim, getenv); err != nil {
 		return cfg, err
 	}
-	if _, err := loadDuplex(cfg, getenv); err != nil { // duplex.go
-		return cfg, err
-	}
 	// The token is optional: a gateway that asks for one and gets none
 	// answers 401, which the uplink logs with the fix.
 	if err := cfg.LoadToken(getenv, false); err != nil {
