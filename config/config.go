@@ -16,7 +16,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/config/field"
 )
 
@@ -87,12 +86,39 @@ type TLS struct {
 func (t TLS) IsZero() bool { return t == TLS{} }
 
 // Audio configures the mic pipeline: the capture pump's settings
-// (frame_ms, mode, vad.*; see package capture) plus the uplink queue.
+// (frame_ms, mode, vad.*) plus the uplink queue. Package config holds only
+// their YAML schema: package capture owns their meaning, defaults and
+// validation, and cmd/robot-agent maps this section onto capture.Config
+// (and validates it there, for run and doctor alike). Zero values mean
+// capture's defaults.
 type Audio struct {
-	capture.Config `yaml:",inline"`
+	Mic `yaml:",inline"`
 	// MicQueueMS is how much mic audio the uplink buffers while the link is
 	// slow or down before dropping (lossless-bounded policy).
 	MicQueueMS int `yaml:"mic_queue_ms"`
+}
+
+// Mic is the schema of the capture pump's settings (capture.Config).
+type Mic struct {
+	FrameMS int    `yaml:"frame_ms"` // 10, 20, 40 or 60
+	Mode    string `yaml:"mode"`     // continuous | vad
+	VAD     VAD    `yaml:"vad"`
+}
+
+// VAD is the schema of the local voice activity detector's settings
+// (capture.VADConfig: the same fields in the same order, so that one
+// converts to the other).
+type VAD struct {
+	StartDB         float64 `yaml:"start_db"`
+	StopDB          float64 `yaml:"stop_db"`
+	MinFloorDBFS    float64 `yaml:"min_floor_dbfs"`
+	FloorRiseDBPerS float64 `yaml:"floor_rise_db_per_s"`
+	PreRollMS       int     `yaml:"preroll_ms"`
+	HangoverMS      int     `yaml:"hangover_ms"`
+	MinSpeechMS     int     `yaml:"min_speech_ms"`
+	MaxUtteranceMS  int     `yaml:"max_utterance_ms"`
+	Detector        string  `yaml:"detector"`
+	DetectorMode    int     `yaml:"detector_mode"`
 }
 
 // Playback configures the jitter buffer.
@@ -134,7 +160,7 @@ func Default() Config {
 	return Config{
 		Device:   Device{ID: host, Model: "generic"},
 		Gateway:  Gateway{TTSMode: "binary", Speed: 4},
-		Audio:    Audio{Config: capture.Config{Mode: capture.ModeVAD}.WithDefaults(), MicQueueMS: 2000},
+		Audio:    Audio{Mic: Mic{Mode: "vad"}, MicQueueMS: 2000},
 		Playback: Playback{PrebufferMS: 60, BufferMS: 320000, FadeMS: 4, PeriodMS: 10},
 		Sim:      Sim{SpeechMS: 1500, SilenceMS: 4000, SpeakerWAV: "out/played.wav"},
 		Metrics:  Metrics{Listen: DefaultMetricsListen},
@@ -290,8 +316,10 @@ func IsLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Validate checks every field and returns all problems, each a
-// *field.Error naming the YAML path and the bad value.
+// Validate checks every field config owns and returns all problems, each a
+// *field.Error naming the YAML path and the bad value. The sections whose
+// meaning belongs to a pipeline stage or a driver (audio, and the sections
+// in Extra) are validated by their owners where cmd/robot-agent maps them.
 func (c *Config) Validate() error {
 	var errs field.List
 	bad := errs.Add
@@ -326,10 +354,8 @@ func (c *Config) Validate() error {
 	if g.Speed <= 0 || g.Speed > 100 {
 		bad("gateway.speed", g.Speed, "want a number in (0, 100]", "")
 	}
-	errs.Append(field.Under("audio", c.Audio.Config.Validate()))
-	if c.Audio.MicQueueMS < c.Audio.FrameMS || c.Audio.MicQueueMS > 60000 {
-		bad("audio.mic_queue_ms", c.Audio.MicQueueMS, "want between one frame and 60000", "")
-	}
+	// audio: validated with capture's rules where it is mapped
+	// (cmd/robot-agent), as the other pipeline and driver sections are.
 	p := c.Playback
 	rng := func(path string, v, lo, hi int) {
 		if v < lo || v > hi {

@@ -14,12 +14,14 @@ import (
 )
 
 // validateConfig is the one validation `run` and `doctor` share: the core
-// configuration, every optional section (audio_devices, camera, state,
-// skills, identity, duplex, audio_codec, support), the TLS files and, with
-// sim, the mic WAV. It returns every problem at once, each a *field.Error.
+// configuration, the audio section (capture's rules), every optional
+// section (audio_devices, camera, state, skills, identity, duplex,
+// audio_codec, support), the TLS files and, with sim, the mic WAV. It
+// returns every problem at once, each a *field.Error.
 func validateConfig(cfg config.Config, sim bool, getenv func(string) string) error {
 	var errs field.List
 	errs.Append(cfg.Validate())
+	errs.Append(validateAudio(cfg.Audio)) // capture_config.go
 	if cfg.Gateway.URL == "" && !sim {
 		errs.Add("gateway.url", nil, "not set", "set gateway.url (or ROBOT_AGENT_GATEWAY_URL / --gateway-url) to the wss:// gateway, or use --sim for the embedded gateway")
 	}
