@@ -16,7 +16,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/config/field"
 )
 
@@ -87,12 +86,39 @@ type TLS struct {
 func (t TLS) IsZero() bool { return t == TLS{} }
 
 // Audio configures the mic pipeline: the capture pump's settings
-// (frame_ms, mode, vad.*; see package capture) plus the uplink queue.
+// (frame_ms, mode, vad.*) plus the uplink queue. Package config holds only
+// their YAML schema: package capture owns their meaning, defaults and
+// validation, and cmd/robot-agent maps this section onto capture.Config
+// (and validates it there, for run and doctor alike). Zero values mean
+// capture's defaults.
 type Audio struct {
-	capture.Config `yaml:",inline"`
+	Mic `yaml:",inline"`
 	// MicQueueMS is how much mic audio the uplink buffers while the link is
 	// slow or down before dropping (lossless-bounded policy).
 	MicQueueMS int `yaml:"mic_queue_ms"`
+}
+
+// Mic is the schema of the capture pump's settings (capture.Config).
+type Mic struct {
+	FrameMS int    `yaml:"frame_ms"` // 10, 20, 40 or 60
+	Mode    string `yaml:"mode"`     // continuous | vad
+	VAD     VAD    `yaml:"vad"`
+}
+
+// VAD is the schema of the local voice activity detector's settings
+// (capture.VADConfig: the same fields in the same order, so that one
+// converts to the other).
+type VAD struct {
+	StartDB         float64 `yaml:"start_db"`
+	StopDB          float64 `yaml:"stop_db"`
+	MinFloorDBFS    float64 `yaml:"min_floor_dbfs"`
+	FloorRiseDBPerS float64 `yaml:"floor_rise_db_per_s"`
+	PreRollMS       int     `yaml:"preroll_ms"`
+	HangoverMS      int     `yaml:"hangover_ms"`
+	MinSpeechMS     int     `yaml:"min_speech_ms"`
+	MaxUtteranceMS  int     `yaml:"max_utterance_ms"`
+	Detector        string  `yaml:"detector"`
+	DetectorMode    int     `yaml:"detector_mode"`
 }
 
 // Playback configures the jitter buffer.
@@ -134,7 +160,7 @@ func Default() Config {
 	return Config{
 		Device:   Device{ID: host, Model: "generic"},
 		Gateway:  Gateway{TTSMode: "binary", Speed: 4},
-		Audio:    Audio{Config: capture.Config{Mode: capture.ModeVAD}.WithDefaults(), MicQueueMS: 2000},
+		Audio:    Audio{Mic: Mic{Mode: "vad"}, MicQueueMS: 2000},
 		Playback: Playback{PrebufferMS: 60, BufferMS: 320000, FadeMS: 4, PeriodMS: 10},
 		Sim:      Sim{SpeechMS: 1500, SilenceMS: 4000, SpeakerWAV: "out/played.wav"},
 		Metrics:  Metrics{Listen: DefaultMetricsListen},
@@ -209,19 +235,35 @@ func (c *Config) ApplyEnv(getenv func(string) string) {
 	set(&c.Metrics.Listen, "ROBOT_AGENT_METRICS_LISTEN")
 }
 
-// LoadToken reads the bearer token from TokenFile, or from
-// $CREDENTIALS_DIRECTORY/gateway-token when TokenFile is empty. Without
-// either the agent connects without a token (gateways that do not ask for
+// CredentialName is the systemd credential holding the token
+// ($CREDENTIALS_DIRECTORY/gateway-token, LoadCredential= in the unit).
+const CredentialName = "gateway-token"
+
+// TokenPath says where the token comes from: gateway.token_file when set
+// (explicit: the file must exist and hold a token), else
+// $CREDENTIALS_DIRECTORY/gateway-token when that directory is set (not
+// explicit: a missing file means no token). "" when neither is set: the
+// agent connects without a token. run (LoadToken) and doctor both decide
+// with it.
+func (c *Config) TokenPath(getenv func(string) string) (path string, explicit bool) {
+	if c.Gateway.TokenFile != "" {
+		return c.Gateway.TokenFile, true
+	}
+	if dir := getenv("CREDENTIALS_DIRECTORY"); dir != "" {
+		return filepath.Join(dir, CredentialName), false
+	}
+	return "", false
+}
+
+// LoadToken reads the bearer token from the file TokenPath names. Without
+// one the agent connects without a token (gateways that do not ask for
 // one), unless required. A token_file that is set but unreadable or empty
 // is always an error.
 func (c *Config) LoadToken(getenv func(string) string, required bool) error {
-	path := c.Gateway.TokenFile
-	if path == "" {
-		if dir := getenv("CREDENTIALS_DIRECTORY"); dir != "" {
-			path = filepath.Join(dir, "gateway-token")
-			if _, err := os.Stat(path); err != nil && !required {
-				path = "" // no credential passed: connect without a token
-			}
+	path, explicit := c.TokenPath(getenv)
+	if path != "" && !explicit && !required {
+		if _, err := os.Stat(path); err != nil {
+			path = "" // no credential passed: connect without a token
 		}
 	}
 	if path == "" {
@@ -231,17 +273,28 @@ func (c *Config) LoadToken(getenv func(string) string, required bool) error {
 		}
 		return nil
 	}
+	tok, err := readToken(path)
+	if err != nil {
+		return err
+	}
+	c.Gateway.Token = tok
+	return nil
+}
+
+// readToken reads a token file: its content without surrounding white
+// space. An unreadable or empty file is a *field.Error on
+// gateway.token_file.
+func readToken(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "cannot read: " + unwrapPathError(err),
+		return "", &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "cannot read: " + unwrapPathError(err),
 			Hint: "check the path and that the service user may read it"}
 	}
 	tok := strings.TrimSpace(string(b))
 	if tok == "" {
-		return &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "the file is empty", Hint: "write the gateway token into it"}
+		return "", &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "the file is empty", Hint: "write the gateway token into it"}
 	}
-	c.Gateway.Token = tok
-	return nil
+	return tok, nil
 }
 
 // unwrapPathError drops the path an *os.PathError repeats.
@@ -263,8 +316,10 @@ func IsLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// Validate checks every field and returns all problems, each a
-// *field.Error naming the YAML path and the bad value.
+// Validate checks every field config owns and returns all problems, each a
+// *field.Error naming the YAML path and the bad value. The sections whose
+// meaning belongs to a pipeline stage or a driver (audio, and the sections
+// in Extra) are validated by their owners where cmd/robot-agent maps them.
 func (c *Config) Validate() error {
 	var errs field.List
 	bad := errs.Add
@@ -299,10 +354,8 @@ func (c *Config) Validate() error {
 	if g.Speed <= 0 || g.Speed > 100 {
 		bad("gateway.speed", g.Speed, "want a number in (0, 100]", "")
 	}
-	errs.Append(field.Under("audio", c.Audio.Config.Validate()))
-	if c.Audio.MicQueueMS < c.Audio.FrameMS || c.Audio.MicQueueMS > 60000 {
-		bad("audio.mic_queue_ms", c.Audio.MicQueueMS, "want between one frame and 60000", "")
-	}
+	// audio: validated with capture's rules where it is mapped
+	// (cmd/robot-agent), as the other pipeline and driver sections are.
 	p := c.Playback
 	rng := func(path string, v, lo, hi int) {
 		if v < lo || v > hi {

@@ -136,8 +136,14 @@ type Checks struct {
 	// with a warning.
 	ValidateConfig func(path string) error
 	// TokenFile is the gateway token file (gateway.token_file, or
-	// $CREDENTIALS_DIRECTORY/gateway-token). Empty skips with a warning.
+	// $CREDENTIALS_DIRECTORY/gateway-token). Empty: no token is
+	// configured, a warning.
 	TokenFile string
+	// TokenOptional means TokenFile was not set explicitly (it is where a
+	// token would be looked for): the token is optional, so a missing file
+	// is a warning, not a failure. A file that exists is checked all the
+	// same (readable, not empty, private).
+	TokenOptional bool
 
 	// GatewayURL is the gateway's ws:// or wss:// URL from the config.
 	GatewayURL string
@@ -272,12 +278,16 @@ func checkConfig(cfg Checks) Result {
 func checkToken(cfg Checks) Result {
 	r := Result{Check: "gateway token"}
 	const fix = "put the token in /etc/robot-agent/gateway-token (owner root, mode 0600); the unit passes it to the agent with LoadCredential="
+	const notConfigured = "not configured (optional: the agent connects without a token; gateway.token_file, or $CREDENTIALS_DIRECTORY/gateway-token under systemd)"
 	if cfg.TokenFile == "" {
-		r.Status, r.Detail, r.Fix = Warn, "no token file configured (gateway.token_file, or $CREDENTIALS_DIRECTORY/gateway-token under systemd)", fix
+		r.Status, r.Detail, r.Fix = Warn, notConfigured, "if the gateway asks for a token: "+fix
 		return r
 	}
 	fi, err := os.Stat(cfg.TokenFile)
 	switch {
+	case os.IsNotExist(err) && cfg.TokenOptional:
+		r.Status, r.Detail, r.Fix = Warn, notConfigured+"; "+cfg.TokenFile+" does not exist", "if the gateway asks for a token: "+fix
+		return r
 	case os.IsNotExist(err):
 		r.Status, r.Detail, r.Fix = Fail, cfg.TokenFile+" does not exist", fix
 		return r

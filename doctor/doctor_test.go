@@ -280,8 +280,35 @@ func TestToken(t *testing.T) {
 			t.Errorf("%s: token content leaked into %q", tt.name, r.Detail)
 		}
 	}
-	if r := checkToken(Checks{}); r.Status != Warn {
-		t.Errorf("no token file configured: %v", r.Status)
+	if r := checkToken(Checks{}); r.Status != Warn || !strings.Contains(r.Detail, "not configured (optional") {
+		t.Errorf("no token file configured: %v %q", r.Status, r.Detail)
+	}
+}
+
+// TestTokenOptional: where a token would be looked for when none is
+// configured, a missing file is a warning (the token is optional); a
+// configured token_file that is missing stays a failure, and a file that
+// exists is checked the same either way.
+func TestTokenOptional(t *testing.T) {
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "gateway-token")
+	empty := filepath.Join(dir, "empty")
+	write(t, empty, 0o600, "")
+	for _, tt := range []struct {
+		name     string
+		file     string
+		optional bool
+		status   Status
+		detail   string
+	}{
+		{"not configured, default file missing", missing, true, Warn, "not configured (optional: the agent connects without a token"},
+		{"configured, missing", missing, false, Fail, missing + " does not exist"},
+		{"not configured, default file empty", empty, true, Fail, "is empty"},
+	} {
+		r := checkToken(Checks{TokenFile: tt.file, TokenOptional: tt.optional})
+		if r.Status != tt.status || !strings.Contains(r.Detail, tt.detail) || r.Fix == "" {
+			t.Errorf("%s: got %v %q (fix %q), want %v %q", tt.name, r.Status, r.Detail, r.Fix, tt.status, tt.detail)
+		}
 	}
 }
 
@@ -438,8 +465,8 @@ func ExampleRun() {
 	fmt.Println("ok:", ok)
 	// Output:
 	// WARN  config          not checked
-	// WARN  gateway token   no token file configured (gateway.token_file, or $CREDENTIALS_DIRECTORY/gateway-token under systemd)
-	//                       fix: put the token in /etc/robot-agent/gateway-token (owner root, mode 0600); the unit passes it to the agent with LoadCredential=
+	// WARN  gateway token   not configured (optional: the agent connects without a token; gateway.token_file, or $CREDENTIALS_DIRECTORY/gateway-token under systemd)
+	//                       fix: if the gateway asks for a token: put the token in /etc/robot-agent/gateway-token (owner root, mode 0600); the unit passes it to the agent with LoadCredential=
 	// FAIL  i2c             missing: no device matches /dev/i2c-*
 	//                       fix: enable I²C
 	// ok    group i2c       user robot-agent is in group i2c

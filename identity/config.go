@@ -1,9 +1,10 @@
 package identity
 
 import (
-	"fmt"
 	"net"
 	"time"
+
+	"github.com/robot-agent/robot-agent/config/field"
 )
 
 // Config configures the recogniser endpoint; the agent config embeds it
@@ -52,31 +53,40 @@ func (c Config) Defaults() Config {
 	return c
 }
 
-// Validate checks c (after Defaults) and names the first bad field.
+// Section is the YAML path of the identity configuration in the agent's
+// config; every problem Validate reports is named below it.
+const Section = "identity"
+
+// Validate checks c (after Defaults) and returns every problem at once,
+// each a *field.Error naming the YAML path under "identity" and the value.
 func (c Config) Validate() error {
 	c = c.Defaults()
-	switch {
-	case c.DedupWindow < 0:
-		return fmt.Errorf("identity: dedup_window is %v, want >= 0", c.DedupWindow)
-	case c.Absence < 0:
-		return fmt.Errorf("identity: absence is %v, want >= 0", c.Absence)
-	case c.GreetCooldown < 0:
-		return fmt.Errorf("identity: greet_cooldown is %v, want >= 0", c.GreetCooldown)
-	case c.MinConfidence < 0 || c.MinConfidence > 1:
-		return fmt.Errorf("identity: min_confidence is %v, want 0..1", c.MinConfidence)
-	case c.MaxLine < 64 || c.MaxLine > 64<<10:
-		return fmt.Errorf("identity: max_line is %d, want 64..65536", c.MaxLine)
-	case c.MaxRate < 1 || c.MaxRate > 10000:
-		return fmt.Errorf("identity: max_rate is %d, want 1..10000", c.MaxRate)
+	var errs field.List
+	const s = Section + "."
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"dedup_window", c.DedupWindow}, {"absence", c.Absence}, {"greet_cooldown", c.GreetCooldown}} {
+		if d.v < 0 {
+			errs.Add(s+d.key, d.v, "want >= 0", "")
+		}
+	}
+	if c.MinConfidence < 0 || c.MinConfidence > 1 {
+		errs.Add(s+"min_confidence", c.MinConfidence, "want 0..1", "")
+	}
+	if c.MaxLine < 64 || c.MaxLine > 64<<10 {
+		errs.Add(s+"max_line", c.MaxLine, "want 64..65536", "")
+	}
+	if c.MaxRate < 1 || c.MaxRate > 10000 {
+		errs.Add(s+"max_rate", c.MaxRate, "want 1..10000", "")
 	}
 	if c.HTTP != "" {
 		host, _, err := net.SplitHostPort(c.HTTP)
 		if err != nil {
-			return fmt.Errorf("identity: http is %q, want host:port: %v", c.HTTP, err)
-		}
-		if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-			return fmt.Errorf("identity: http is %q: the recogniser endpoint must listen on loopback (127.0.0.1, ::1 or localhost)", c.HTTP)
+			errs.Add(s+"http", c.HTTP, "want host:port", "e.g. 127.0.0.1:8765")
+		} else if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			errs.Add(s+"http", c.HTTP, "the recogniser endpoint must listen on loopback", "use 127.0.0.1, ::1 or localhost")
 		}
 	}
-	return nil
+	return errs.Err()
 }

@@ -334,13 +334,13 @@ func TestConfigValidate(t *testing.T) {
 		c    Config
 		want string
 	}{
-		{Config{HTTP: "0.0.0.0:8765"}, "must listen on loopback"},
+		{Config{HTTP: "0.0.0.0:8765"}, `identity.http: "0.0.0.0:8765": the recogniser endpoint must listen on loopback`},
 		{Config{HTTP: "192.168.1.2:80"}, "must listen on loopback"},
-		{Config{HTTP: "localhost"}, "want host:port"},
-		{Config{MinConfidence: 2}, "min_confidence is 2"},
-		{Config{MaxLine: 10}, "max_line is 10"},
-		{Config{DedupWindow: -time.Second}, "dedup_window is -1s"},
-		{Config{MaxRate: -1}, "max_rate is -1"},
+		{Config{HTTP: "localhost"}, `identity.http: "localhost": want host:port`},
+		{Config{MinConfidence: 2}, "identity.min_confidence: 2: want 0..1"},
+		{Config{MaxLine: 10}, "identity.max_line: 10: want 64..65536"},
+		{Config{DedupWindow: -time.Second}, "identity.dedup_window: -1s: want >= 0"},
+		{Config{MaxRate: -1}, "identity.max_rate: -1: want 1..10000"},
 	} {
 		if err := tc.c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)

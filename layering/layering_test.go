@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -28,6 +29,9 @@ var rank = map[string]int{
 	"internal/faultproxy": 0,
 	// Shared types and the device seams.
 	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1, "vad": 1,
+	// The configuration file's schema: no pipeline stage or driver (see
+	// confined).
+	"config": 1,
 	// Signal processing on the seams.
 	"room": 2,
 	"aec":  3,
@@ -42,7 +46,7 @@ var rank = map[string]int{
 	"hw/sim": 3, "hw/portaudio": 3, "hw/camera": 3, "hw/host": 3, "hw/hwtest": 3,
 	"capture": 3, "playback": 3, "state": 3, "identity": 3, "skills": 3,
 	// Stages built on those.
-	"config": 4, "uplink": 4, "video": 4, "video/videotest": 4,
+	"uplink": 4, "video": 4, "video/videotest": 4,
 	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4, "duplex": 4,
 	"jittertrace": 4, // replays traces through playback (robot-agent jitter-replay)
 	// Benchmark-only code beside its driver.
@@ -69,6 +73,17 @@ var forbidden = []struct {
 	{[]string{"identity", "skills"}, []string{module + "/state"}, "identity and skills share types through package device, not state"},
 	{[]string{"codec/..."}, []string{module + "/hw"}, "codecs do not depend on the device seams (hw/camera depends on codec/h264)"},
 	{[]string{"cmd/robot-agent"}, []string{module + "/hw/portaudio/handoffbench"}, "benchmark-only code stays out of the binary"},
+}
+
+// confined lists packages that may depend (transitively) on no package
+// of this module but the ones allowed.
+var confined = []struct {
+	pkgs    []string // packages of this module ("x/..." matches x and below)
+	allowed []string // the only packages of this module they may depend on
+	why     string
+}{
+	{[]string{"config/..."}, []string{"config/field"},
+		"config holds the YAML schema only: pipeline stages and drivers own their options and validation, and cmd/robot-agent maps one onto the other"},
 }
 
 type listedPackage struct {
@@ -129,6 +144,10 @@ func matches(pattern, pkg string) bool {
 	return pkg == pattern
 }
 
+func matchesAny(patterns []string, pkg string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return matches(p, pkg) })
+}
+
 // check returns every violation in pkgs.
 func check(pkgs []listedPackage) []string {
 	var bad []string
@@ -150,11 +169,7 @@ func check(pkgs []listedPackage) []string {
 			}
 		}
 		for _, f := range forbidden {
-			applies := false
-			for _, pat := range f.pkgs {
-				applies = applies || matches(pat, name)
-			}
-			if !applies {
+			if !matchesAny(f.pkgs, name) {
 				continue
 			}
 			for _, d := range p.Deps {
@@ -162,6 +177,19 @@ func check(pkgs []listedPackage) []string {
 					if d == strings.TrimSuffix(prefix, "/") || strings.HasPrefix(d, prefix) {
 						bad = append(bad, fmt.Sprintf("%s depends on %s: %s", name, d, f.why))
 					}
+				}
+			}
+		}
+		for _, c := range confined {
+			if !matchesAny(c.pkgs, name) {
+				continue
+			}
+			for _, d := range p.Deps {
+				if d != module && !strings.HasPrefix(d, module+"/") {
+					continue
+				}
+				if dep := rel(d); !slices.Contains(c.allowed, dep) {
+					bad = append(bad, fmt.Sprintf("%s depends on %s: %s", name, dep, c.why))
 				}
 			}
 		}
@@ -196,9 +224,15 @@ func TestCheckCatchesViolations(t *testing.T) {
 		{ImportPath: module + "/hw", Deps: []string{"periph.io/x/host/v3"}},
 		{ImportPath: module + "/skills", Deps: []string{module + "/state"}},
 		{ImportPath: module + "/capture", Imports: []string{module + "/playback"}},
+		{ImportPath: module + "/config", Imports: []string{module + "/config/field", module + "/capture"},
+			Deps: []string{module + "/config/field", module + "/capture", module + "/vad", "gopkg.in/yaml.v3"}},
 	})
+	why := "config holds the YAML schema only: pipeline stages and drivers own their options and validation, and cmd/robot-agent maps one onto the other"
 	want := []string{
 		"capture (layer 3) imports playback (layer 3): a package may import only lower layers",
+		"config (layer 1) imports capture (layer 3): a package may import only lower layers",
+		"config depends on capture: " + why,
+		"config depends on vad: " + why,
 		"hw depends on periph.io/x/host/v3: hw is a pure seam package; periph's host drivers belong in hw/host",
 		"newthing: no layer assigned; add it to rank in layering/layering_test.go",
 		"protocol (layer 0) imports uplink (layer 4): a package may import only lower layers",

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/protocol"
 )
 
@@ -95,43 +96,61 @@ func (c Config) Defaults() Config {
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
-// Validate checks c (after Defaults) and names the first bad field.
+// Section is the YAML path of the skills configuration in the agent's
+// config; every problem Validate reports is named below it.
+const Section = "skills"
+
+// Validate checks c (after Defaults) and returns every problem at once,
+// each a *field.Error naming the YAML path under "skills" and the value.
 func (c Config) Validate() error {
 	c = c.Defaults()
+	var errs field.List
+	at := func(key string, i int) string { return fmt.Sprintf("%s.%s[%d]", Section, key, i) }
 	seen := map[string]bool{}
 	for i, s := range c.Allow {
-		if !knownSkills[s] {
-			return fmt.Errorf("skills: allow[%d] is %q, want one of %s, %s", i, s, SkillSet, SkillBlink)
-		}
-		if seen[s] {
-			return fmt.Errorf("skills: allow[%d] %q is listed twice", i, s)
+		switch {
+		case !knownSkills[s]:
+			errs.Add(at("allow", i), s, fmt.Sprintf("want one of %s, %s", SkillSet, SkillBlink), "")
+		case seen[s]:
+			errs.Add(at("allow", i), s, "listed twice", "")
 		}
 		seen[s] = true
 	}
 	for i, p := range c.Pins {
-		if !nameRE.MatchString(p) {
-			return fmt.Errorf("skills: pins[%d] is %q, want an output name from state.gpio.outputs (not a pin number)", i, p)
-		}
-		if seen["pin:"+p] {
-			return fmt.Errorf("skills: pins[%d] %q is listed twice", i, p)
+		switch {
+		case !nameRE.MatchString(p):
+			errs.Add(at("pins", i), p, "want an output name from state.gpio.outputs", "a logical name such as led_eyes, not a pin number")
+		case seen["pin:"+p]:
+			errs.Add(at("pins", i), p, "listed twice", "")
 		}
 		seen["pin:"+p] = true
 	}
-	switch {
-	case c.RatePerSec <= 0 || c.RatePerSec > 1000:
-		return fmt.Errorf("skills: rate_per_sec is %v, want 0 < rate <= 1000", c.RatePerSec)
-	case c.Burst < 1 || c.Burst > 1000:
-		return fmt.Errorf("skills: burst is %d, want 1..1000", c.Burst)
-	case c.Blink.MaxTimes < 1 || c.Blink.MaxTimes > 1000:
-		return fmt.Errorf("skills: blink.max_times is %d, want 1..1000", c.Blink.MaxTimes)
-	case c.Blink.MinPeriod < 10*time.Millisecond || c.Blink.MaxPeriod < c.Blink.MinPeriod || c.Blink.MaxPeriod > time.Minute:
-		return fmt.Errorf("skills: blink periods %v..%v, want 10ms <= min_period <= max_period <= 1m", c.Blink.MinPeriod, c.Blink.MaxPeriod)
-	case c.FunctionCalls.Timeout < 0 || c.FunctionCalls.Timeout > time.Minute:
-		return fmt.Errorf("skills: function_calls.timeout is %v, want 0..1m", c.FunctionCalls.Timeout)
-	case c.FunctionCalls.OnTimeout != protocol.DecisionDelegate && c.FunctionCalls.OnTimeout != "drop":
-		return fmt.Errorf("skills: function_calls.on_timeout is %q, want delegate or drop", c.FunctionCalls.OnTimeout)
-	case c.FunctionCalls.MaxPending < 1 || c.FunctionCalls.MaxPending > 10000:
-		return fmt.Errorf("skills: function_calls.max_pending is %d, want 1..10000", c.FunctionCalls.MaxPending)
+	const s = Section + "."
+	if c.RatePerSec <= 0 || c.RatePerSec > 1000 {
+		errs.Add(s+"rate_per_sec", c.RatePerSec, "want 0 < rate <= 1000", "")
 	}
-	return nil
+	if c.Burst < 1 || c.Burst > 1000 {
+		errs.Add(s+"burst", c.Burst, "want 1..1000", "")
+	}
+	b := c.Blink
+	if b.MaxTimes < 1 || b.MaxTimes > 1000 {
+		errs.Add(s+"blink.max_times", b.MaxTimes, "want 1..1000", "")
+	}
+	if b.MinPeriod < 10*time.Millisecond {
+		errs.Add(s+"blink.min_period", b.MinPeriod, "want at least 10ms", "")
+	}
+	if b.MaxPeriod < b.MinPeriod || b.MaxPeriod > time.Minute {
+		errs.Add(s+"blink.max_period", b.MaxPeriod, fmt.Sprintf("want min_period (%v) up to 1m", b.MinPeriod), "")
+	}
+	f := c.FunctionCalls
+	if f.Timeout < 0 || f.Timeout > time.Minute {
+		errs.Add(s+"function_calls.timeout", f.Timeout, "want 0..1m", "")
+	}
+	if f.OnTimeout != protocol.DecisionDelegate && f.OnTimeout != "drop" {
+		errs.Add(s+"function_calls.on_timeout", f.OnTimeout, "want delegate or drop", "")
+	}
+	if f.MaxPending < 1 || f.MaxPending > 10000 {
+		errs.Add(s+"function_calls.max_pending", f.MaxPending, "want 1..10000", "")
+	}
+	return errs.Err()
 }

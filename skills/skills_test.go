@@ -43,11 +43,11 @@ type rig struct {
 	n    int
 }
 
-func gpioConfig() state.GPIOConfig {
-	return state.GPIOConfig{
+func gpioConfig() sgpio.Config {
+	return sgpio.Config{
 		Enabled: true,
-		Inputs:  map[string]state.InputConfig{"button_head": {Pin: "GPIO27", FunctionCall: "button_press"}},
-		Outputs: map[string]state.OutputConfig{
+		Inputs:  map[string]sgpio.InputConfig{"button_head": {Pin: "GPIO27", FunctionCall: "button_press"}},
+		Outputs: map[string]sgpio.OutputConfig{
 			"led_eyes": {Pin: "GPIO17"},
 			"motor_en": {Pin: "GPIO5"}, // configured, but not allowed for skills
 		},
@@ -387,12 +387,12 @@ func TestConfigValidate(t *testing.T) {
 		c    skills.Config
 		want string
 	}{
-		{skills.Config{Allow: []string{"gpio.fly"}}, `allow[0] is "gpio.fly"`},
-		{skills.Config{Allow: []string{"gpio.set", "gpio.set"}}, "listed twice"},
-		{skills.Config{Pins: []string{"GPIO17"}}, `pins[0] is "GPIO17"`},
-		{skills.Config{RatePerSec: -1}, "rate_per_sec is -1"},
-		{skills.Config{Blink: skills.BlinkLimits{MinPeriod: time.Second, MaxPeriod: 10 * time.Millisecond}}, "blink periods"},
-		{skills.Config{FunctionCalls: skills.FunctionCallConfig{OnTimeout: "panic"}}, `on_timeout is "panic"`},
+		{skills.Config{Allow: []string{"gpio.fly"}}, `skills.allow[0]: "gpio.fly": want one of gpio.set, gpio.blink`},
+		{skills.Config{Allow: []string{"gpio.set", "gpio.set"}}, `skills.allow[1]: "gpio.set": listed twice`},
+		{skills.Config{Pins: []string{"GPIO17"}}, `skills.pins[0]: "GPIO17": want an output name from state.gpio.outputs`},
+		{skills.Config{RatePerSec: -1}, "skills.rate_per_sec: -1: want 0 < rate <= 1000"},
+		{skills.Config{Blink: skills.BlinkLimits{MinPeriod: time.Second, MaxPeriod: 10 * time.Millisecond}}, "skills.blink.max_period: 10ms: want min_period (1s) up to 1m"},
+		{skills.Config{FunctionCalls: skills.FunctionCallConfig{OnTimeout: "panic"}}, `skills.function_calls.on_timeout: "panic": want delegate or drop`},
 	} {
 		if err := tc.c.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.c, err, tc.want)

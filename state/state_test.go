@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/state"
@@ -260,67 +258,3 @@ func TestAppendFloat(t *testing.T) {
 }
 
 func nanv() float64 { z := 0.0; return z / z }
-
-func TestConfigYAMLAndValidate(t *testing.T) {
-	src := `
-gpio:
-  enabled: true
-  inputs:
-    button_head: GPIO27
-    bump_front: {pin: GPIO22, pull: down, active_low: false, debounce: 5ms, function_call: bump}
-  outputs:
-    led_eyes: GPIO17
-    motor_en: {pin: GPIO5, safe: high}
-imu: {enabled: true, addr: 0x69, sample_hz: 100, heartbeat: 30s}
-battery: {enabled: true, poll: 1m}
-thermal: {enabled: true, zones: [cpu-thermal]}
-`
-	var c state.Config
-	if err := yaml.Unmarshal([]byte(src), &c); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	d := c.Defaults()
-	if in := d.GPIO.Inputs["button_head"]; in.Pin != "GPIO27" || in.Pull != "up" || !*in.ActiveLow || in.Debounce != 20*time.Millisecond {
-		t.Fatalf("short input %+v", in)
-	}
-	if in := d.GPIO.Inputs["bump_front"]; in.Pull != "down" || *in.ActiveLow || in.Debounce != 5*time.Millisecond || in.FunctionCall != "bump" {
-		t.Fatalf("input %+v", in)
-	}
-	if o := d.GPIO.Outputs["led_eyes"]; o.Pin != "GPIO17" || o.Safe != "low" {
-		t.Fatalf("short output %+v", o)
-	}
-	if d.IMU.Addr != 0x69 || d.IMU.SampleHz != 100 || d.IMU.PublishHz != 10 || d.IMU.Heartbeat != 30*time.Second || d.Battery.Poll != time.Minute {
-		t.Fatalf("imu/battery %+v %+v", d.IMU, d.Battery)
-	}
-
-	bad := []struct {
-		mut  func(*state.Config)
-		want string
-	}{
-		{func(c *state.Config) { c.GPIO.Outputs["motor_en"] = state.OutputConfig{Pin: "GPIO27"} }, `gpio.outputs.motor_en.pin "GPIO27" is already used by gpio.inputs.button_head`},
-		{func(c *state.Config) { c.GPIO.Outputs["Bad-Name"] = state.OutputConfig{Pin: "GPIO6"} }, `gpio.outputs name "Bad-Name"`},
-		{func(c *state.Config) { c.GPIO.Outputs["x"] = state.OutputConfig{Pin: "GPIO6", Safe: "on"} }, `gpio.outputs.x.safe is "on"`},
-		{func(c *state.Config) { c.GPIO.Inputs["b"] = state.InputConfig{Pin: "GPIO6", Pull: "sideways"} }, `gpio.inputs.b.pull is "sideways"`},
-		{func(c *state.Config) { c.GPIO.Inputs["b"] = state.InputConfig{Pin: "GPIO6", Debounce: 2 * time.Second} }, `gpio.inputs.b.debounce is 2s`},
-		{func(c *state.Config) { c.GPIO.Inputs["b"] = state.InputConfig{Pin: "GPIO 6"} }, `gpio.inputs.b.pin is "GPIO 6"`},
-		{func(c *state.Config) { c.IMU.SampleHz = 5000 }, "imu.sample_hz is 5000"},
-		{func(c *state.Config) { c.IMU.PublishHz = 500 }, "imu.publish_hz is 500"},
-		{func(c *state.Config) { c.IMU.AccelRangeG = 3 }, "imu.accel_range_g is 3"},
-		{func(c *state.Config) { c.IMU.Model = "bno055" }, `imu.model is "bno055"`},
-		{func(c *state.Config) { c.IMU.Addr = 0x80 }, "imu.addr is 0x80"},
-		{func(c *state.Config) { c.Battery.Poll = time.Millisecond }, "battery.poll is 1ms"},
-		{func(c *state.Config) { c.Battery.Supply = "../x" }, `battery.supply is "../x"`},
-		{func(c *state.Config) { c.Thermal.Zones = []string{""} }, "thermal.zones[0] is empty"},
-	}
-	for _, tc := range bad {
-		var c2 state.Config
-		yaml.Unmarshal([]byte(src), &c2)
-		tc.mut(&c2)
-		if err := c2.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v, want %q", err, tc.want)
-		}
-	}
-}

@@ -106,8 +106,6 @@ type rig struct {
 	done    chan error
 }
 
-func wsURL(s *httptest.Server) string { return "ws" + strings.TrimPrefix(s.URL, "http") + gateway.Path }
-
 func newRig(t *testing.T, gcfg gateway.Config, mod func(*Config)) *rig {
 	t.Helper()
 	clk := clock.NewReal()

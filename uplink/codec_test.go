@@ -1,7 +1,6 @@
 package uplink
 
 import (
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -53,22 +52,13 @@ type fakeGateway struct {
 }
 
 func (g *fakeGateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	up := websocket.Upgrader{Subprotocols: []string{protocol.Subprotocol}}
-	c, err := up.Upgrade(w, r, nil)
-	if err != nil {
+	c, hello := acceptRobot(nil, w, r)
+	if c == nil {
 		return
 	}
 	defer c.Close()
-	_, data, err := c.ReadMessage()
-	if err != nil {
-		return
-	}
-	m, err := protocol.DecodeFromRobot(data)
-	if err != nil {
-		return
-	}
 	g.mu.Lock() // held while writing: send writes from the test goroutine
-	g.hello = m.(*protocol.RobotHello)
+	g.hello = hello
 	g.conn = c
 	g.sessions++
 	c.WriteMessage(websocket.TextMessage, []byte(`{"type":"hello","protocol":1,"session_id":"fake"`+g.choice+`}`))
@@ -122,20 +112,14 @@ func testOffer(enc *fakeEncoder, got *protocol.AudioParams) *AudioCodecs {
 func startCodecClient(t *testing.T, g *fakeGateway, codecs *AudioCodecs, tts TTSSink) (*Client, *metrics.Registry) {
 	t.Helper()
 	srv := httptest.NewServer(g)
+	t.Cleanup(srv.Close)
 	reg := metrics.NewRegistry()
-	c, err := New(Config{URL: "ws" + strings.TrimPrefix(srv.URL, "http") + "/v1/robot", Token: "t", DeviceID: "robot-1",
+	c := startTestClient(t, Config{URL: wsURL(srv), Token: "t", DeviceID: "robot-1",
 		BackoffBase: 20 * time.Millisecond, BackoffCap: 100 * time.Millisecond, Codecs: codecs,
 		Hello: protocol.RobotHello{AgentVersion: "test", BootID: "boot",
 			AudioUp:   protocol.AudioParams{Format: "pcm16le", SampleRate: 16000, Channels: 1, FrameMS: 20},
 			AudioDown: []protocol.AudioParams{{Format: "pcm16le", SampleRate: 24000, Channels: 1}}}},
-		clock.NewReal(), reg, testLogger(t), tts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done; srv.Close() })
+		reg, testLogger(t), tts, nil)
 	return c, reg
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/gorilla/websocket"
 
-	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/gateway"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
@@ -29,16 +28,12 @@ type scriptGW struct {
 
 func newScriptGW(t *testing.T, script func(n int, conn *websocket.Conn)) *scriptGW {
 	g := &scriptGW{script: script}
-	up := websocket.Upgrader{Subprotocols: []string{protocol.Subprotocol}}
 	g.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := up.Upgrade(w, r, nil)
-		if err != nil {
+		conn, _ := acceptRobot(t, w, r)
+		if conn == nil {
 			return
 		}
 		defer conn.Close()
-		if _, _, err := conn.ReadMessage(); err != nil { // robot hello
-			return
-		}
 		n := int(g.sessions.Add(1))
 		hello, _ := protocol.Marshal(&protocol.GatewayHello{Meta: protocol.Meta{Type: protocol.TypeHello}, Protocol: protocol.Version,
 			SessionID: fmt.Sprintf("s%d", n),
@@ -53,7 +48,7 @@ func newScriptGW(t *testing.T, script func(n int, conn *websocket.Conn)) *script
 	return g
 }
 
-func (g *scriptGW) url() string { return "ws" + strings.TrimPrefix(g.srv.URL, "http") + "/v1/robot" }
+func (g *scriptGW) url() string { return wsURL(g.srv) }
 
 func startClient(t *testing.T, url string, h ControlHandler, reg *metrics.Registry, mod func(*Config)) *Client {
 	t.Helper()
@@ -61,15 +56,7 @@ func startClient(t *testing.T, url string, h ControlHandler, reg *metrics.Regist
 	if mod != nil {
 		mod(&cfg)
 	}
-	c, err := New(cfg, clock.NewReal(), reg, testLogger(t), nil, h)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return c
+	return startTestClient(t, cfg, reg, testLogger(t), nil, h)
 }
 
 // readControl decodes robot control messages until f returns false.

@@ -52,24 +52,14 @@ func TestSpec_2_1_NoCredentialsInURL(t *testing.T) {
 // headerGateway records the upgrade headers and the robot hello.
 func headerGateway(t *testing.T) (*httptest.Server, chan http.Header, chan *protocol.RobotHello) {
 	hdrs, hellos := make(chan http.Header, 4), make(chan *protocol.RobotHello, 4)
-	up := websocket.Upgrader{Subprotocols: []string{protocol.Subprotocol}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		hdrs <- req.Header.Clone()
-		c, err := up.Upgrade(w, req, nil)
-		if err != nil {
+		c, hello := acceptRobot(t, w, req)
+		if c == nil {
 			return
 		}
 		defer c.Close()
-		_, data, err := c.ReadMessage()
-		if err != nil {
-			return
-		}
-		m, err := protocol.DecodeFromRobot(data)
-		if err != nil {
-			t.Errorf("robot hello: %v", err)
-			return
-		}
-		hellos <- m.(*protocol.RobotHello)
+		hellos <- hello
 		c.WriteMessage(websocket.TextMessage, goodHello("h", protocol.Keepalive{}))
 		readUntilClosed(c, 3*time.Second)
 	}))
@@ -81,7 +71,7 @@ func headerGateway(t *testing.T) (*httptest.Server, chan http.Header, chan *prot
 // subprotocol and X-Robot-Device-Id.
 func TestSpec_2_2_DeviceIDHeader(t *testing.T) {
 	srv, hdrs, _ := headerGateway(t)
-	runClient(t, gwURL(srv), func(c *Config) { c.DeviceID, c.Token = "rb-0042", "tok" })
+	runClient(t, wsURL(srv), func(c *Config) { c.DeviceID, c.Token = "rb-0042", "tok" })
 	h := <-hdrs
 	if h.Get("X-Robot-Device-Id") != "rb-0042" || h.Get("Authorization") != "Bearer tok" || h.Get("Sec-Websocket-Protocol") != protocol.Subprotocol {
 		t.Fatalf("upgrade headers %v", h)
@@ -92,7 +82,7 @@ func TestSpec_2_2_DeviceIDHeader(t *testing.T) {
 // the X-Robot-Device-Id header.
 func TestSpec_6_1_HelloDeviceIDEqualsHeader(t *testing.T) {
 	srv, hdrs, hellos := headerGateway(t)
-	runClient(t, gwURL(srv), func(c *Config) { c.DeviceID = "rb-0042" })
+	runClient(t, wsURL(srv), func(c *Config) { c.DeviceID = "rb-0042" })
 	if h, hello := <-hdrs, <-hellos; hello.DeviceID != h.Get("X-Robot-Device-Id") || hello.DeviceID != "rb-0042" {
 		t.Fatalf("hello device_id %q, header %q", hello.DeviceID, h.Get("X-Robot-Device-Id"))
 	}
@@ -139,7 +129,7 @@ func TestSpec_3_1_RobotHelloFirst(t *testing.T) {
 		// The deadline broke gorilla's reader; the test has what it needs.
 	}))
 	t.Cleanup(srv.Close)
-	c, _, _ := runClient(t, gwURL(srv), nil)
+	c, _, _ := runClient(t, wsURL(srv), nil)
 	for i := range 3 {
 		c.Emit(state("queued", i))
 	}
@@ -160,7 +150,7 @@ func TestSpec_3_1_RobotHelloFirst(t *testing.T) {
 // up and lists PCM16LE 24 kHz mono down.
 func TestSpec_3_1_RobotHelloAudio(t *testing.T) {
 	srv, _, hellos := headerGateway(t)
-	runClient(t, gwURL(srv), nil)
+	runClient(t, wsURL(srv), nil)
 	h := <-hellos
 	if a := h.AudioUp; a.Format != "pcm16le" || a.SampleRate != 16000 || a.Channels != 1 {
 		t.Fatalf("audio_up %+v", a)
@@ -246,7 +236,7 @@ func TestSpec_5_3_ErrorRefSettles(t *testing.T) {
 			}
 		}
 	})
-	c, _, _ := runClient(t, gwURL(s.srv), nil)
+	c, _, _ := runClient(t, wsURL(s.srv), nil)
 	c.Emit(state("refused", 1))
 	waitFor(t, "refused", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == 1 })
 	mu.Lock()
@@ -374,7 +364,7 @@ func TestSpec_6_20_GoAwayAckedThenClosed(t *testing.T) {
 			got = append(got, texts...)
 			mu.Unlock()
 		})
-		runClient(t, gwURL(s.srv), nil)
+		runClient(t, wsURL(s.srv), nil)
 		waitFor(t, "reconnect", func() bool { return s.connections() >= 2 })
 		mu.Lock()
 		acked := false

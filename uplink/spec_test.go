@@ -6,7 +6,6 @@ package uplink
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,10 +42,9 @@ type scripted struct {
 func newScripted(t *testing.T, script func(n int, c *websocket.Conn, s *scripted)) *scripted {
 	t.Helper()
 	s := &scripted{}
-	up := websocket.Upgrader{Subprotocols: []string{protocol.Subprotocol}}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		c, err := up.Upgrade(w, req, nil)
-		if err != nil {
+		c, hello := acceptRobot(t, w, req)
+		if c == nil {
 			return
 		}
 		defer c.Close()
@@ -57,17 +55,8 @@ func newScripted(t *testing.T, script func(n int, c *websocket.Conn, s *scripted
 			c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(time.Second))
 			return nil
 		})
-		_, data, err := c.ReadMessage()
-		if err != nil {
-			return
-		}
-		m, err := protocol.DecodeFromRobot(data)
-		if err != nil {
-			t.Errorf("robot hello does not decode: %v", err)
-			return
-		}
 		s.mu.Lock()
-		s.hellos = append(s.hellos, *m.(*protocol.RobotHello))
+		s.hellos = append(s.hellos, *hello)
 		n := len(s.hellos)
 		s.mu.Unlock()
 		script(n, c, s)
@@ -133,28 +122,13 @@ func runClientWith(t *testing.T, url string, mod func(*Config), obs LinkObserver
 	if mod != nil {
 		mod(&cfg)
 	}
-	c, err := New(cfg, clock.NewReal(), reg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), &fakeTTS{}, &recHandler{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newTestClient(t, cfg, reg, slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})), &fakeTTS{}, &recHandler{})
 	if obs != nil {
 		c.AddObserver(obs)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { c.Run(ctx); close(done) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("client did not stop")
-		}
-	})
+	runUntilCleanup(t, c)
 	return c, reg, logs
 }
-
-func gwURL(s *httptest.Server) string { return "ws" + strings.TrimPrefix(s.URL, "http") + gateway.Path }
 
 // TestSpec_3_3_BootID: the boot id carries 128 random bits (32 hex
 // digits), differs per process start, and prefixes every event id.
@@ -270,7 +244,7 @@ func TestSpec_2_4_Close1009Delivered(t *testing.T) {
 		_, err := readUntilClosed(c, 3*time.Second)
 		got <- err
 	})
-	_, reg, _ := runClient(t, gwURL(s.srv), nil)
+	_, reg, _ := runClient(t, wsURL(s.srv), nil)
 	for i := range 3 {
 		select {
 		case err := <-got:
@@ -384,7 +358,7 @@ func TestSpec_3_1_BadGatewayHello(t *testing.T) {
 				extra = append(extra, texts...)
 				mu.Unlock()
 			})
-			_, reg, _ := runClient(t, gwURL(s.srv), nil)
+			_, reg, _ := runClient(t, wsURL(s.srv), nil)
 			waitFor(t, "second attempt", func() bool { return s.connections() >= 2 && len(s.closeFrames()) >= 1 })
 			cf := s.closeFrames()[0]
 			if cf.Code != websocket.CloseProtocolError || !strings.Contains(cf.Text, tc.reason) {
@@ -409,7 +383,7 @@ func TestSpec_3_1_NoGatewayHello(t *testing.T) {
 		readUntilClosed(c, 3*time.Second)
 	})
 	start := time.Now()
-	runClient(t, gwURL(s.srv), func(c *Config) { c.HandshakeTimeout = 300 * time.Millisecond })
+	runClient(t, wsURL(s.srv), func(c *Config) { c.HandshakeTimeout = 300 * time.Millisecond })
 	waitFor(t, "close frame", func() bool { return len(s.closeFrames()) >= 1 })
 	if el := time.Since(start); el < 250*time.Millisecond {
 		t.Fatalf("robot gave up after %v, before the hello timeout", el)
@@ -430,7 +404,7 @@ func TestSpec_2_5_SessionReplaced(t *testing.T) {
 		}
 		readUntilClosed(c, 3*time.Second)
 	})
-	_, reg, logs := runClient(t, gwURL(s.srv), nil)
+	_, reg, logs := runClient(t, wsURL(s.srv), nil)
 	waitFor(t, "reconnect", func() bool { return s.connections() >= 2 })
 	waitFor(t, "counted", func() bool { return reg.Value("robot_agent_uplink_sessions_replaced_total") == 1 })
 	l := logs.String()
@@ -456,7 +430,7 @@ func TestSpec_3_6_KeepaliveFieldsIndependent(t *testing.T) {
 			c.WriteMessage(websocket.TextMessage, goodHello("s", protocol.Keepalive{IntervalMS: 100}))
 			readUntilClosed(c, 5*time.Second)
 		})
-		_, reg, _ := runClient(t, gwURL(s.srv), nil)
+		_, reg, _ := runClient(t, wsURL(s.srv), nil)
 		time.Sleep(1200 * time.Millisecond)
 		mu.Lock()
 		n := pings
@@ -474,7 +448,7 @@ func TestSpec_3_6_KeepaliveFieldsIndependent(t *testing.T) {
 			time.Sleep(3 * time.Second) // silent: never reads, never answers
 		})
 		start := time.Now()
-		_, reg, _ := runClient(t, gwURL(s.srv), nil)
+		_, reg, _ := runClient(t, wsURL(s.srv), nil)
 		waitFor(t, "keepalive timeout", func() bool { return reg.Value("robot_agent_uplink_keepalive_timeouts_total") >= 1 })
 		if el := time.Since(start); el > 2*time.Second {
 			t.Fatalf("dead link found after %v; timeout_ms 300 with interval 0 must keep the 300 ms", el)

@@ -45,11 +45,11 @@ audio_devices:
 	if c.Input != "USB PnP Sound Device" || c.OutputRate != 48000 || c.HalfDuplex != halfDuplexMute || c.HalfDuplexTailMS != 500 || c.PeriodMS != 10 {
 		t.Errorf("decoded %+v", c)
 	}
-	if c.devicePriority() != 20 {
-		t.Errorf("default realtime priority %d, want 20", c.devicePriority())
+	if p := c.Device(false).RealtimePriority; p != 20 {
+		t.Errorf("default realtime priority %d, want 20", p)
 	}
-	if c, err := loadAudioDevices(decodeTestConfig(t, "audio_devices:\n  realtime_priority: 0\n"), noEnv); err != nil || c.devicePriority() != -1 {
-		t.Errorf("realtime_priority 0: device priority %d, %v; want -1 (off)", c.devicePriority(), err)
+	if c, err := loadAudioDevices(decodeTestConfig(t, "audio_devices:\n  realtime_priority: 0\n"), noEnv); err != nil || c.Device(true).RealtimePriority != -1 {
+		t.Errorf("realtime_priority 0: device priority %d, %v; want -1 (off)", c.Device(true).RealtimePriority, err)
 	}
 	env := map[string]string{"ROBOT_AGENT_AUDIO_OUTPUT": "hdmi", "ROBOT_AGENT_HALF_DUPLEX": "off"}
 	c, err = loadAudioDevices(cfg, func(k string) string { return env[k] })

@@ -5,12 +5,10 @@ import (
 	"io"
 	"log/slog"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/robot-agent/robot-agent/codec/opus"
 	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/gateway"
-	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/uplink"
@@ -48,37 +46,41 @@ func defaultAudioCodec() audioCodecConfig {
 	return audioCodecConfig{Opus: opusAuto, Bitrate: opus.DefaultUpBitrate, Down: true, Gateway: gateway.CodecPCM}
 }
 
-// loadAudioCodec reads and validates the audio_codec section.
+// loadAudioCodec reads and validates the audio_codec section. Every
+// problem is reported, each a *field.Error under audio_codec.
 func loadAudioCodec(cfg config.Config) (audioCodecConfig, error) {
 	c := defaultAudioCodec()
-	bad := func(field string, v any, why string) error {
-		return fmt.Errorf("%w: %s.%s: %v %s", config.ErrInvalid, audioCodecSection, field, v, why)
+	if _, err := config.DecodeSection(cfg.Extra, audioCodecSection, &c); err != nil {
+		return c, err
 	}
-	if n, ok := cfg.Extra[audioCodecSection]; ok && !(n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
-		if n.Kind != yaml.MappingNode {
-			return c, fmt.Errorf("%w: %s: line %d: want a mapping", config.ErrInvalid, audioCodecSection, n.Line)
-		}
-		known := map[string]bool{"opus": true, "bitrate": true, "dtx": true, "down": true, "gateway": true}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if k := n.Content[i]; !known[k.Value] {
-				return c, fmt.Errorf("%w: %s: line %d: unknown key %q", config.ErrInvalid, audioCodecSection, k.Line, k.Value)
-			}
-		}
-		if err := n.Decode(&c); err != nil {
-			return c, fmt.Errorf("%w: %s: %v", config.ErrInvalid, audioCodecSection, err)
-		}
-	}
+	return c, c.validate()
+}
+
+func (c audioCodecConfig) validate() error {
+	var errs field.List
+	const p = audioCodecSection + "."
 	switch {
 	case c.Opus != opusAuto && c.Opus != opusOn && c.Opus != opusOff:
-		return c, bad("opus", fmt.Sprintf("%q", c.Opus), "is not auto, on or off")
-	case c.Bitrate < opus.MinBitrate || c.Bitrate > opus.MaxBitrate:
-		return c, bad("bitrate", c.Bitrate, fmt.Sprintf("is outside %d..%d", opus.MinBitrate, opus.MaxBitrate))
-	case c.Gateway != gateway.CodecPCM && c.Gateway != gateway.CodecOpus:
-		return c, bad("gateway", fmt.Sprintf("%q", c.Gateway), "is not pcm or opus")
-	case c.Gateway == gateway.CodecOpus && !opus.Available():
-		return c, bad("gateway", "opus", "needs a binary built with cgo and -tags opus (libopus-dev installed)")
+		errs.Add(p+"opus", c.Opus, "want auto, on or off", "")
+	case c.Opus == opusOn && !opus.Available():
+		errs = append(errs, errNoOpus(c.Opus))
 	}
-	return c, nil
+	if c.Bitrate < opus.MinBitrate || c.Bitrate > opus.MaxBitrate {
+		errs.Add(p+"bitrate", c.Bitrate, fmt.Sprintf("want %d..%d (bit/s)", opus.MinBitrate, opus.MaxBitrate), "")
+	}
+	switch {
+	case c.Gateway != gateway.CodecPCM && c.Gateway != gateway.CodecOpus:
+		errs.Add(p+"gateway", c.Gateway, "want pcm or opus", "")
+	case c.Gateway == gateway.CodecOpus && !opus.Available():
+		errs.Add(p+"gateway", c.Gateway, "this binary has no Opus codec", "build with cgo and -tags opus (libopus-dev installed), or set it to pcm")
+	}
+	return errs.Err()
+}
+
+// errNoOpus: audio_codec.opus asks for Opus in a binary without it.
+func errNoOpus(v string) error {
+	return field.New(audioCodecSection+".opus", v, "this binary has no Opus codec",
+		"build with cgo and -tags opus (libopus-dev installed), or set it to auto")
 }
 
 // audioCodecs returns the uplink's codec offer (nil: PCM only). It fails
@@ -88,7 +90,7 @@ func (c audioCodecConfig) audioCodecs(frameMS int, log *slog.Logger) (*uplink.Au
 	case c.Opus == opusOff:
 		return nil, nil
 	case !opus.Available() && c.Opus == opusOn:
-		return nil, fmt.Errorf("%w: %s.opus: on: this binary has no Opus codec: %w (build with cgo and -tags opus, libopus-dev installed; or set it to auto)", config.ErrInvalid, audioCodecSection, hw.ErrNotBuiltIn)
+		return nil, errNoOpus(c.Opus)
 	case !opus.Available():
 		log.Debug("audio: Opus not built into this binary; offering PCM only")
 		return nil, nil

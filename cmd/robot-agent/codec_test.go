@@ -19,11 +19,11 @@ func TestLoadAudioCodec(t *testing.T) {
 	}{
 		{"", ""},
 		{"audio_codec:\n  opus: off\n  bitrate: 24000\n  dtx: true\n  down: false\n", ""},
-		{"audio_codec:\n  opus: maybe\n", `audio_codec.opus: "maybe" is not auto, on or off`},
-		{"audio_codec:\n  bitrate: 1000\n", "audio_codec.bitrate: 1000 is outside 6000..128000"},
-		{"audio_codec:\n  gateway: aac\n", `audio_codec.gateway: "aac" is not pcm or opus`},
-		{"audio_codec:\n  bitrat: 1\n", `line 2: unknown key "bitrat"`},
-		{"audio_codec: 3\n", "want a mapping"},
+		{"audio_codec:\n  opus: maybe\n", `audio_codec.opus: "maybe": want auto, on or off`},
+		{"audio_codec:\n  bitrate: 1000\n", "audio_codec.bitrate: 1000: want 6000..128000 (bit/s)"},
+		{"audio_codec:\n  gateway: aac\n", `audio_codec.gateway: "aac": want pcm or opus`},
+		{"audio_codec:\n  bitrat: 1\n", `audio_codec.bitrat: unknown key (did you mean bitrate?; line 2)`},
+		{"audio_codec: 3\n", "audio_codec: 3: want a mapping (key: value lines), got a single value (line 1)"},
 	}
 	for _, tt := range tests {
 		var cfg config.Config
@@ -56,7 +56,7 @@ func TestRunRejectsBadAudioCodec(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(path, []byte("audio_codec:\n  bitrate: 999999\n"), 0o644)
 	code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", path)
-	if code != 2 || !strings.Contains(errs, "audio_codec.bitrate: 999999 is outside") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+	if code != 2 || !strings.Contains(errs, "audio_codec.bitrate: 999999: want 6000..128000") || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
 		t.Fatalf("exit %d, stderr %q; want 2 (configuration) and one line naming audio_codec.bitrate", code, errs)
 	}
 }

@@ -153,26 +153,16 @@ func openAudioDevices(ad audioDevicesConfig, fadeMS int, clk clock.Clock, reg *m
 	if reg == nil {
 		reg = metrics.NewRegistry()
 	}
-	h, err := portaudio.NewHost(portaudio.HostConfig{
-		Clock: clk, Log: log, Metrics: reg,
-		RetryMax: time.Duration(ad.RetryMaxMS) * time.Millisecond,
-	})
+	h, err := portaudio.NewHost(portaudio.HostConfig{Clock: clk, Log: log, Metrics: reg, RetryMax: ad.RetryMax()})
 	if err != nil {
 		return nil, nil, err // "portaudio: ..." names itself
 	}
-	dev := func(name string, rate, ch int) portaudio.DeviceConfig {
-		return portaudio.DeviceConfig{Device: name, SampleRate: rate, Channels: ch, PeriodMS: ad.PeriodMS,
-			Latency: time.Duration(ad.LatencyMS) * time.Millisecond, RealtimePriority: ad.devicePriority()}
-	}
-	sink, err := h.NewSink(portaudio.SinkConfig{
-		DeviceConfig: dev(ad.Output, ad.OutputRate, ad.OutputChannels),
-		BufferMS:     ad.OutputBufferMS, FadeMS: fadeMS,
-	})
+	sink, err := h.NewSink(ad.Sink(fadeMS))
 	if err != nil {
 		h.Close()
 		return nil, nil, fmt.Errorf("audio_devices.output: %w", err)
 	}
-	src, err := h.NewSource(portaudio.SourceConfig{DeviceConfig: dev(ad.Input, ad.InputRate, ad.InputChannels)})
+	src, err := h.NewSource(ad.Source())
 	if err != nil {
 		h.Close()
 		return nil, nil, fmt.Errorf("audio_devices.input: %w", err)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/user"
-	"path/filepath"
 
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/doctor"
@@ -58,14 +57,14 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	if t, err := cfg.Gateway.TLSConfig(); err == nil {
 		checks.TLSConfig = t // private CA, client certificate, server name
 	}
-	checks.TokenFile = cfg.Gateway.TokenFile
-	if checks.TokenFile == "" {
-		if dir := os.Getenv("CREDENTIALS_DIRECTORY"); dir != "" {
-			checks.TokenFile = filepath.Join(dir, "gateway-token")
-		} else {
-			checks.TokenFile = "/etc/robot-agent/gateway-token"
-		}
+	// The token file as run decides it (config.TokenPath): a configured
+	// gateway.token_file must exist; otherwise the token is optional, and
+	// outside systemd doctor looks where the packaged unit loads it from.
+	path, explicit := cfg.TokenPath(os.Getenv)
+	if path == "" {
+		path = packagedTokenFile
 	}
+	checks.TokenFile, checks.TokenOptional = path, !explicit
 	devs := doctor.DefaultDevices()
 	cam, _ := loadCameraConfig(cfg)
 	for i := range devs {
@@ -81,6 +80,10 @@ func cmdDoctor(args []string, stdout, stderr io.Writer) int {
 	}
 	return 0
 }
+
+// packagedTokenFile is where the packaged unit loads the token from
+// (LoadCredential=gateway-token:...).
+const packagedTokenFile = "/etc/robot-agent/gateway-token"
 
 func defaultConfigPath() string {
 	const p = "/etc/robot-agent/config.yaml"

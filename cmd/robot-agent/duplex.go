@@ -3,14 +3,14 @@ package main
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/robot-agent/robot-agent/aec"
 	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/room"
 )
@@ -45,52 +45,56 @@ func defaultDuplex() duplexConfig {
 		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate()}
 }
 
-var errDuplex = fmt.Errorf("%w: %s", config.ErrInvalid, duplexSection)
-
 // loadDuplex reads the duplex section over the defaults and
-// ROBOT_AGENT_AEC, and validates it.
+// ROBOT_AGENT_AEC, and validates it. Every problem is reported, each a
+// *field.Error under duplex.
 func loadDuplex(cfg config.Config, getenv func(string) string) (duplexConfig, error) {
 	c := defaultDuplex()
-	if n, ok := cfg.Extra[duplexSection]; ok && !(n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
-		if n.Kind != yaml.MappingNode {
-			return c, fmt.Errorf("%w: line %d: want a mapping", errDuplex, n.Line)
-		}
-		known := []string{"aec", "suppression", "noise_suppression", "double_talk_db", "max_delay_ms", "sim_echo", "sim_room"}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if k := n.Content[i]; !slices.Contains(known, k.Value) {
-				return c, fmt.Errorf("%w: line %d: unknown key %q", errDuplex, k.Line, k.Value)
-			}
-		}
-		if err := n.Decode(&c); err != nil {
-			return c, fmt.Errorf("%w: %v", errDuplex, err)
-		}
+	if _, err := config.DecodeSection(cfg.Extra, duplexSection, &c); err != nil {
+		return c, err
 	}
 	if v := getenv("ROBOT_AGENT_AEC"); v != "" {
 		c.AEC = v
 	}
-	var errs []string
+	return c, c.validate()
+}
+
+func (c duplexConfig) validate() error {
+	var errs field.List
+	const p = duplexSection + "."
 	if c.AEC != aecAuto && !slices.Contains(aec.Kinds, c.AEC) {
-		errs = append(errs, fmt.Sprintf("duplex.aec %q is not auto or one of %v", c.AEC, aec.Kinds))
+		errs.Add(p+"aec", c.AEC, "want auto, "+strings.Join(aec.Kinds, ", "), "set by duplex.aec or $ROBOT_AGENT_AEC")
 	}
 	if err := (aec.Options{Kind: aec.KindNone, Suppression: c.Suppression}).Validate(); err != nil {
-		errs = append(errs, fmt.Sprintf("duplex.suppression %q is not low, moderate or high", c.Suppression))
+		errs.Add(p+"suppression", c.Suppression, "want low, moderate or high", "")
 	}
 	if c.DoubleTalkDB < 0 || c.DoubleTalkDB > 60 {
-		errs = append(errs, fmt.Sprintf("duplex.double_talk_db %v out of range 0..60", c.DoubleTalkDB))
+		errs.Add(p+"double_talk_db", c.DoubleTalkDB, "want 0..60", "")
 	}
 	if c.MaxDelayMS < 20 || c.MaxDelayMS > 1000 {
-		errs = append(errs, fmt.Sprintf("duplex.max_delay_ms %d out of range 20..1000", c.MaxDelayMS))
+		errs.Add(p+"max_delay_ms", c.MaxDelayMS, "want 20..1000", "")
 	}
 	if c.SimEcho != "moderate" && c.SimEcho != "none" {
-		errs = append(errs, fmt.Sprintf("duplex.sim_echo %q is not moderate or none", c.SimEcho))
+		errs.Add(p+"sim_echo", c.SimEcho, "want moderate or none", "")
 	}
-	if err := c.SimRoom.Validate(); err != nil {
-		errs = append(errs, "duplex.sim_room: "+strings.ReplaceAll(err.Error(), "\n", "; "))
+	for _, e := range field.All(c.SimRoom.Validate()) {
+		errs = append(errs, roomError(p+"sim_room", e))
 	}
-	if len(errs) > 0 {
-		return c, fmt.Errorf("%w: %s", errDuplex, strings.Join(errs, "; "))
+	return errs.Err()
+}
+
+// roomProblem is how package room words a problem: "delay_ms 2000 out of
+// range 0..1000".
+var roomProblem = regexp.MustCompile(`^([a-z0-9_]+) (.+)$`)
+
+// roomError names a problem of room.Config.Validate by its YAML path
+// below prefix (duplex.sim_room).
+func roomError(prefix string, err error) *field.Error {
+	msg := strings.TrimPrefix(err.Error(), room.ErrConfig.Error()+": ")
+	if m := roomProblem.FindStringSubmatch(msg); m != nil {
+		return &field.Error{Path: field.Join(prefix, m[1]), Problem: m[2]}
 	}
-	return c, nil
+	return &field.Error{Path: prefix, Problem: msg}
 }
 
 // aecKind resolves auto to the best canceller built into this binary.

@@ -69,12 +69,12 @@ func TestDuplexConfigErrors(t *testing.T) {
 	bad := filepath.Join(dir, "c.yaml")
 	os.WriteFile(bad, []byte("duplex:\n  aec: magic\n  double_talk_db: 99\n"), 0o644)
 	code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", bad)
-	if code != 2 || !strings.Contains(errs, `duplex.aec "magic"`) || !strings.Contains(errs, "double_talk_db 99") {
+	if code != 2 || !strings.Contains(errs, `duplex.aec: "magic": want auto, none`) || !strings.Contains(errs, "duplex.double_talk_db: 99: want 0..60") {
 		t.Errorf("exit %d, stderr %q", code, errs)
 	}
 	typo := filepath.Join(dir, "t.yaml")
 	os.WriteFile(typo, []byte("duplex:\n  aecc: none\n"), 0o644)
-	if code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", typo); code != 2 || !strings.Contains(errs, `line 2: unknown key "aecc"`) {
+	if code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", typo); code != 2 || !strings.Contains(errs, `duplex.aecc: unknown key (did you mean aec?; line 2)`) {
 		t.Errorf("typo: exit %d, stderr %q", code, errs)
 	}
 }

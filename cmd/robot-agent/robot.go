@@ -37,10 +37,10 @@ func decodeSection(extra map[string]yaml.Node, name string, dst any) (bool, erro
 // With --sim and no state section the simulated robot is used (scripted
 // button, IMU playback, fake sysfs, simulated recogniser, simulated LED).
 func (a *agent) setupRobot() error {
-	var stCfg state.Config
+	var stCfg modules.Config
 	var skCfg skills.Config
 	var idCfg identity.Config
-	hasState, err := decodeSection(a.cfg.Extra, "state", &stCfg)
+	hasState, err := decodeSection(a.cfg.Extra, modules.Section, &stCfg)
 	if err != nil {
 		return err
 	}

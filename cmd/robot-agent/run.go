@@ -131,9 +131,6 @@ func loadRunConfig(f *runFlags, fs *flag.FlagSet, getenv func(string) string) (c
 	if err := validateConfig(cfg, f.sim, getenv); err != nil {
 		return cfg, err
 	}
-	if _, err := loadDuplex(cfg, getenv); err != nil { // duplex.go
-		return cfg, err
-	}
 	// The token is optional: a gateway that asks for one and gets none
 	// answers 401, which the uplink logs with the fix.
 	if err := cfg.LoadToken(getenv, false); err != nil {
@@ -248,7 +245,7 @@ type agent struct {
 // newAgent builds every part; on error it closes what it had opened and
 // returns an error classified for the exit code (exit.go).
 func newAgent(cfg config.Config, opts agentOptions, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (*agent, error) {
-	a := &agent{cfg: cfg, opts: opts, clk: clk, reg: reg, log: log}
+	a := &agent{cfg: withAudioDefaults(cfg), opts: opts, clk: clk, reg: reg, log: log}
 	if err := a.build(); err != nil {
 		a.close()
 		return nil, err
@@ -342,7 +339,7 @@ func (a *agent) build() (err error) {
 		return err
 	}
 	a.control.emit = a.client.Emit
-	a.pump, err = capture.NewPump(cfg.Audio.Config, a.mic, a.client, clk, reg, log)
+	a.pump, err = capture.NewPump(captureConfig(cfg.Audio), a.mic, a.client, clk, reg, log)
 	if err != nil {
 		return err
 	}

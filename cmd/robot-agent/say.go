@@ -248,8 +248,7 @@ func openRealSpeaker(cfg config.Config, clk clock.Clock, reg *metrics.Registry, 
 	if err != nil {
 		return nil, "", err
 	}
-	h, err := portaudio.NewHost(portaudio.HostConfig{Clock: clk, Log: log, Metrics: reg,
-		RetryMax: time.Duration(ad.RetryMaxMS) * time.Millisecond})
+	h, err := portaudio.NewHost(portaudio.HostConfig{Clock: clk, Log: log, Metrics: reg, RetryMax: ad.RetryMax()})
 	if err != nil {
 		return nil, "", fmt.Errorf("audio output: %w", err)
 	}
@@ -259,11 +258,7 @@ func openRealSpeaker(cfg config.Config, clk clock.Clock, reg *metrics.Registry, 
 		h.Close()
 		return nil, "", fmt.Errorf("audio_devices.output: %w", err)
 	}
-	sink, err := h.NewSink(portaudio.SinkConfig{
-		DeviceConfig: portaudio.DeviceConfig{Device: ad.Output, SampleRate: ad.OutputRate, Channels: ad.OutputChannels,
-			PeriodMS: ad.PeriodMS, Latency: time.Duration(ad.LatencyMS) * time.Millisecond},
-		BufferMS: ad.OutputBufferMS, FadeMS: cfg.Playback.FadeMS,
-	})
+	sink, err := h.NewSink(ad.Sink(cfg.Playback.FadeMS))
 	if err != nil {
 		h.Close()
 		return nil, "", fmt.Errorf("audio_devices.output %s: %w", orDefault(ad.Output), err)

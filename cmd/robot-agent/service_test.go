@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
-	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/gateway"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/hw/sim"
@@ -85,21 +83,9 @@ func TestServiceNotifyReadyAndWatchdog(t *testing.T) {
 	mic, _ := sim.NewMic(sim.MicConfig{}, clk)
 	spk0, _ := sim.NewSpeaker(sim.SpeakerConfig{PeriodFrames: 240}, clk)
 	spk := &stallableSink{AudioSink: spk0}
-	cfg := config.Default()
-	cfg.Device.ID = "svc-test"
 	gw := gateway.Config{Token: "sim-token"}
-	a, err := newAgent(cfg, agentOptions{sim: true, mic: mic, speaker: spk, gwConfig: &gw, svc: svc}, clk, reg, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.run(ctx) }()
-	defer func() {
-		spk.stalled.Store(false)
-		cancel()
-		<-done
-	}()
+	_, r := startTestAgent(t, testAgentConfig(t, "svc-test"), agentOptions{mic: mic, speaker: spk, gwConfig: &gw, svc: svc}, clk, reg, quietLog())
+	r.beforeStop = func() { spk.stalled.Store(false) }
 	waitUntil(t, 3*time.Second, "READY=1", func() bool { return count("READY=1", time.Time{}) == 1 })
 	waitUntil(t, 3*time.Second, "watchdog pings", func() bool { return count("WATCHDOG=1", time.Time{}) >= 3 })
 
@@ -116,9 +102,7 @@ func TestServiceNotifyReadyAndWatchdog(t *testing.T) {
 	spk.stalled.Store(false)
 	recovered := time.Now()
 	waitUntil(t, 3*time.Second, "pings after recovery", func() bool { return count("WATCHDOG=1", recovered) >= 2 })
-	cancel()
-	<-done
-	done <- nil
+	r.stop(t)
 	if count("STOPPING=1", time.Time{}) != 1 {
 		t.Fatal("no STOPPING=1 at shutdown")
 	}

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
-	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/gateway"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
@@ -84,21 +82,14 @@ func TestSummaryMatchesTheWire(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	cfg := config.Default()
-	cfg.Device.ID = "summary-robot"
+	cfg := testAgentConfig(t, "summary-robot")
 	cfg.Gateway.URL = "ws" + strings.TrimPrefix(srv.URL, "http") + gateway.Path
-	cfg.Sim.SpeakerWAV = filepath.Join(t.TempDir(), "p.wav")
 	cfg.Sim.SpeechMS, cfg.Sim.SilenceMS = 1000, 1500
 	if err := validateConfig(cfg, true, func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
 	var logs syncBuffer
-	reg := metrics.NewRegistry()
-	a, err := newAgent(cfg, agentOptions{sim: true}, clk, reg, slog.New(slog.NewTextHandler(&logs, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := runAgent(t, a)
+	a, r := startTestAgent(t, cfg, agentOptions{}, clk, metrics.NewRegistry(), slog.New(slog.NewTextHandler(&logs, nil)))
 	sessions := func() int64 { return gwReg.Value("robot_agent_gateway_sessions_total") }
 	waitUntil(t, 15*time.Second, "the first session", func() bool { return sessions() == 1 })
 	waitUntil(t, 15*time.Second, "a refused greeting skill", func() bool { return refusedResults.Load() >= 1 })

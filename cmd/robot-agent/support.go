@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/flightrec"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/protocol"
@@ -44,36 +44,28 @@ type supportConfig struct {
 	KeepBundles     int     `yaml:"keep_bundles"`
 }
 
-var errSupport = fmt.Errorf("%w: %s", config.ErrInvalid, supportSection)
-
-// loadSupportConfig decodes the support section over the defaults.
+// loadSupportConfig decodes the support section over the defaults and
+// validates it; every problem is a *field.Error under support.
 func loadSupportConfig(cfg config.Config, getenv func(string) string) (supportConfig, error) {
 	c := supportConfig{AudioSeconds: 30, ControlMessages: 500, KeepBundles: 5}
-	if n, ok := cfg.Extra[supportSection]; ok && !(n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
-		raw, err := yaml.Marshal(&n)
-		if err != nil {
-			return c, fmt.Errorf("%w: %v", errSupport, err)
-		}
-		dec := yaml.NewDecoder(bytes.NewReader(raw))
-		dec.KnownFields(true)
-		if err := dec.Decode(&c); err != nil {
-			return c, fmt.Errorf("%w: %v (keys: dir, audio_seconds, control_messages, keep_bundles)", errSupport, err)
-		}
+	if _, err := config.DecodeSection(cfg.Extra, supportSection, &c); err != nil {
+		return c, err
 	}
-	var errs []error
+	var errs field.List
+	const p = supportSection + "."
 	if c.AudioSeconds < 1 || c.AudioSeconds > 600 {
-		errs = append(errs, fmt.Errorf("%w.audio_seconds = %v: must be in [1, 600]", errSupport, c.AudioSeconds))
+		errs.Add(p+"audio_seconds", c.AudioSeconds, "want 1..600", "")
 	}
 	if c.ControlMessages < 1 || c.ControlMessages > 100000 {
-		errs = append(errs, fmt.Errorf("%w.control_messages = %d: must be in [1, 100000]", errSupport, c.ControlMessages))
+		errs.Add(p+"control_messages", c.ControlMessages, "want 1..100000", "")
 	}
 	if c.KeepBundles < 1 || c.KeepBundles > 1000 {
-		errs = append(errs, fmt.Errorf("%w.keep_bundles = %d: must be in [1, 1000]", errSupport, c.KeepBundles))
+		errs.Add(p+"keep_bundles", c.KeepBundles, "want 1..1000", "")
 	}
 	if c.Dir == "" {
 		c.Dir = defaultSupportDir(getenv)
 	}
-	return c, errors.Join(errs...)
+	return c, errs.Err()
 }
 
 func defaultSupportDir(getenv func(string) string) string {

@@ -151,9 +151,9 @@ func TestSupportBundle(t *testing.T) {
 
 func TestSupportConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ y, want string }{
-		{"audio_seconds: 0", "support.audio_seconds = 0: must be in [1, 600]"},
-		{"keep_bundle: 3", "field keep_bundle not found"},
-		{"control_messages: 0\nkeep_bundles: 0", "support.keep_bundles = 0"},
+		{"audio_seconds: 0", "support.audio_seconds: 0: want 1..600"},
+		{"keep_bundle: 3", "support.keep_bundle: unknown key (did you mean keep_bundles?; line 1)"},
+		{"control_messages: 0\nkeep_bundles: 0", "support.control_messages: 0: want 1..100000\nsupport.keep_bundles: 0: want 1..1000"},
 	} {
 		c := config.Default()
 		c.Extra = map[string]yaml.Node{supportSection: supportSectionNode(t, tc.y)}
@@ -171,7 +171,7 @@ func TestPackagedConfigRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Validate(); err != nil {
+	if err := validateConfig(c, false, func(string) string { return "" }); err != nil {
 		t.Fatal(err)
 	}
 	sc, err := loadSupportConfig(c, func(string) string { return "" })

@@ -4,25 +4,24 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
-	"strings"
 
 	"github.com/robot-agent/robot-agent/codec/wav"
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/identity"
 	"github.com/robot-agent/robot-agent/skills"
-	"github.com/robot-agent/robot-agent/state"
+	"github.com/robot-agent/robot-agent/state/modules"
 )
 
 // validateConfig is the one validation `run` and `doctor` share: the core
-// configuration, every optional section (audio_devices, camera, state,
-// skills, identity), the TLS files and, with sim, the mic WAV. It returns
-// every problem at once, each a *field.Error (or a section's own error
-// wrapping config.ErrInvalid).
+// configuration, the audio section (capture's rules), every optional
+// section (audio_devices, camera, state, skills, identity, duplex,
+// audio_codec, support), the TLS files and, with sim, the mic WAV. It
+// returns every problem at once, each a *field.Error.
 func validateConfig(cfg config.Config, sim bool, getenv func(string) string) error {
 	var errs field.List
 	errs.Append(cfg.Validate())
+	errs.Append(validateAudio(cfg.Audio)) // capture_config.go
 	if cfg.Gateway.URL == "" && !sim {
 		errs.Add("gateway.url", nil, "not set", "set gateway.url (or ROBOT_AGENT_GATEWAY_URL / --gateway-url) to the wss:// gateway, or use --sim for the embedded gateway")
 	}
@@ -37,13 +36,16 @@ func validateConfig(cfg config.Config, sim bool, getenv func(string) string) err
 	} else {
 		errs.Append(cc.checkBuild())
 	}
+	// The sections of the optional subsystems. Each validates itself
+	// (with its defaults applied, as the subsystem will see it) and
+	// names every problem by its full YAML path.
 	sections := []struct {
 		name string
-		dst  interface{ Validate() error }
+		dst  any
 	}{
-		{"state", &state.Config{}},
-		{"skills", &skills.Config{}},
-		{"identity", &identity.Config{}},
+		{modules.Section, &modules.Config{}},
+		{skills.Section, &skills.Config{}},
+		{identity.Section, &identity.Config{}},
 	}
 	for _, s := range sections {
 		ok, err := config.DecodeSection(cfg.Extra, s.name, s.dst)
@@ -51,10 +53,17 @@ func validateConfig(cfg config.Config, sim bool, getenv func(string) string) err
 		case err != nil:
 			errs.Append(err)
 		case ok:
-			if err := validateSection(s.dst); err != nil {
-				errs = append(errs, sectionError(s.name, err))
-			}
+			errs.Append(validateSection(s.dst))
 		}
+	}
+	if _, err := loadDuplex(cfg, getenv); err != nil {
+		errs.Append(err)
+	}
+	if _, err := loadAudioCodec(cfg); err != nil {
+		errs.Append(err)
+	}
+	if _, err := loadSupportConfig(cfg, getenv); err != nil {
+		errs.Append(err)
 	}
 	if sim && cfg.Sim.MicWAV != "" {
 		if err := checkWAV(cfg.Sim.MicWAV); err != nil {
@@ -69,7 +78,7 @@ func validateConfig(cfg config.Config, sim bool, getenv func(string) string) err
 // as the subsystem will see it.
 func validateSection(dst any) error {
 	switch c := dst.(type) {
-	case *state.Config:
+	case *modules.Config:
 		return c.Defaults().Validate()
 	case *skills.Config:
 		return c.Defaults().Validate()
@@ -92,18 +101,4 @@ func checkWAV(path string) error {
 	defer f.Close()
 	_, err = wav.NewReader(f)
 	return err
-}
-
-// sectionMessage is how state, skills and identity phrase a problem:
-// "skills: allow[0] is \"x\", want one of ...".
-var sectionMessage = regexp.MustCompile(`^([a-z_]+(?:\[\d+\])?(?:\.[a-z_]+)*) is (.+?), (want .+)$`)
-
-// sectionError turns a section's own validation error into the
-// "yaml.path: value: problem" form where its message allows.
-func sectionError(section string, err error) *field.Error {
-	msg := strings.TrimPrefix(err.Error(), section+": ")
-	if m := sectionMessage.FindStringSubmatch(msg); m != nil {
-		return &field.Error{Path: field.Join(section, m[1]), Value: m[2], Problem: m[3]}
-	}
-	return &field.Error{Path: section, Problem: msg}
 }

@@ -65,15 +65,8 @@ func defaultCameraConfig() cameraConfig {
 func (c cameraConfig) Validate() error {
 	var errs field.List
 	bad := func(path string, v any, want string) { errs.Add("camera."+path, v, want, "") }
-	if c.Width < 16 || c.Width > 4096 || c.Width%2 != 0 {
-		bad("width", c.Width, "want an even number in 16..4096")
-	}
-	if c.Height < 16 || c.Height > 4096 || c.Height%2 != 0 {
-		bad("height", c.Height, "want an even number in 16..4096")
-	}
-	if !(c.FPS >= 1 && c.FPS <= 120) {
-		bad("fps", c.FPS, "want 1..120")
-	}
+	// The camera's own options: package camera validates them.
+	errs.Append(field.Under("camera", camera.Want{Width: c.Width, Height: c.Height, FPS: c.FPS}.Validate()))
 	if c.H264.FPS < 0 || c.H264.FPS > c.FPS {
 		bad("h264.fps", c.H264.FPS, fmt.Sprintf("want 0 (camera rate) up to camera.fps %v", c.FPS))
 	}

@@ -59,7 +59,7 @@ type Raiser interface {
 
 // Module is the GPIO state module. Create it with New.
 type Module struct {
-	cfg  state.GPIOConfig
+	cfg  Config
 	pins hw.GPIO
 	clk  clock.Clock
 	log  *slog.Logger
@@ -74,14 +74,14 @@ type Module struct {
 
 type input struct {
 	name      string
-	cfg       state.InputConfig
+	cfg       InputConfig
 	pin       gpio.PinIO
 	activeLow bool
 	edges     chan time.Duration
 }
 
 // New returns the module for cfg; it touches no hardware until Open.
-func New(cfg state.GPIOConfig, pins hw.GPIO, deps state.Deps) (*Module, error) {
+func New(cfg Config, pins hw.GPIO, deps state.Deps) (*Module, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -30,14 +30,14 @@ type rig struct {
 	stop func()
 }
 
-func testConfig() state.GPIOConfig {
-	return state.GPIOConfig{
+func testConfig() sgpio.Config {
+	return sgpio.Config{
 		Enabled: true,
-		Inputs: map[string]state.InputConfig{
+		Inputs: map[string]sgpio.InputConfig{
 			"button_head": {Pin: "GPIO27", Debounce: 20 * time.Millisecond, FunctionCall: "button_press"},
 			"bump_front":  {Pin: "GPIO22", Debounce: 10 * time.Millisecond},
 		},
-		Outputs: map[string]state.OutputConfig{
+		Outputs: map[string]sgpio.OutputConfig{
 			"led_eyes": {Pin: "GPIO17"},
 			"motor_en": {Pin: "GPIO5", Safe: "high"},
 		},

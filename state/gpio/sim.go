@@ -170,7 +170,7 @@ func ParseScenario(b []byte) (*Scenario, error) {
 // Play runs the scenario on clk against the simulated pins of cfg's inputs
 // until ctx is done (or the steps end, without Loop). Steps naming an input
 // that cfg does not have are skipped with a warning.
-func (s *Scenario) Play(ctx context.Context, clk clock.Clock, cfg state.GPIOConfig, pins *SimPins, log *slog.Logger) error {
+func (s *Scenario) Play(ctx context.Context, clk clock.Clock, cfg Config, pins *SimPins, log *slog.Logger) error {
 	cfg = cfg.Defaults()
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

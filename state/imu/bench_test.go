@@ -59,7 +59,7 @@ func (c *countEmitter) Emit(m protocol.Message) error {
 
 func benchModule(b *testing.B, clk clock.Clock, em state.Emitter) *Module {
 	deps := state.Deps{Clock: clk}
-	m, err := New(state.IMUConfig{Enabled: true, SampleHz: 200, PublishHz: 10, AccelRangeG: 4, GyroRangeDPS: 500}, busOpener{newReplayBus()}, deps)
+	m, err := New(Config{Enabled: true, SampleHz: 200, PublishHz: 10, AccelRangeG: 4, GyroRangeDPS: 500}, busOpener{newReplayBus()}, deps)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -55,7 +55,7 @@ const (
 
 // Module is the IMU state module. Create it with New.
 type Module struct {
-	cfg   state.IMUConfig
+	cfg   Config
 	buses hw.I2C
 	clk   clock.Clock
 	log   *slog.Logger
@@ -79,7 +79,7 @@ type Module struct {
 }
 
 // New returns the module; it touches no hardware until Open.
-func New(cfg state.IMUConfig, buses hw.I2C, deps state.Deps) (*Module, error) {
+func New(cfg Config, buses hw.I2C, deps state.Deps) (*Module, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

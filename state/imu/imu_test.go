@@ -25,8 +25,8 @@ type busOf struct{ b i2c.BusCloser }
 
 func (o busOf) OpenI2C(string) (i2c.BusCloser, error) { return o.b, nil }
 
-func playbackConfig() state.IMUConfig {
-	return state.IMUConfig{Enabled: true, SampleHz: RecordingHz, PublishHz: 10, AccelRangeG: RecordingAccelG, GyroRangeDPS: RecordingGyroDPS}
+func playbackConfig() Config {
+	return Config{Enabled: true, SampleHz: RecordingHz, PublishHz: 10, AccelRangeG: RecordingAccelG, GyroRangeDPS: RecordingGyroDPS}
 }
 
 type run struct {
@@ -38,7 +38,7 @@ type run struct {
 
 // playRecording feeds every sample of the committed recording through the
 // module's sampling step, on the recording's own timeline (5 ms apart).
-func playRecording(t *testing.T, cfg state.IMUConfig) *run {
+func playRecording(t *testing.T, cfg Config) *run {
 	t.Helper()
 	r := &run{em: &statetest.Emitter{}, reg: metrics.NewRegistry()}
 	r.pb = &i2ctest.Playback{Ops: DefaultRecording(), DontPanic: true}
@@ -272,12 +272,12 @@ func TestOpenErrors(t *testing.T) {
 	wrongWho := append([]i2ctest.IO{{Addr: 0x68, W: []byte{0x75}, R: []byte{0x12}}}, rec[1:]...)
 	for _, tc := range []struct {
 		name string
-		cfg  func(*state.IMUConfig)
+		cfg  func(*Config)
 		ops  []i2ctest.IO
 		want string
 	}{
 		{"unknown device", nil, wrongWho, "WHO_AM_I at 0x68 is 0x12"},
-		{"model mismatch", func(c *state.IMUConfig) { c.Model = "mpu9250" }, rec, `configured as "mpu9250" but WHO_AM_I 0x68 says "mpu6050"`},
+		{"model mismatch", func(c *Config) { c.Model = "mpu9250" }, rec, `configured as "mpu9250" but WHO_AM_I 0x68 says "mpu6050"`},
 		{"nothing on the bus", nil, nil, "read WHO_AM_I"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,8 +3,6 @@ package imu
 import (
 	"math"
 	"time"
-
-	"github.com/robot-agent/robot-agent/state"
 )
 
 // Event is a derived motion event.
@@ -51,7 +49,7 @@ const uprightHysteresis = 15.0
 //
 // Each kind has a cooldown. A Motion is used by one goroutine.
 type Motion struct {
-	cfg   state.MotionConfig
+	cfg   MotionConfig
 	alpha float64
 
 	g    [3]float64
@@ -71,7 +69,7 @@ type Motion struct {
 }
 
 // NewMotion returns a detector for samples taken every period.
-func NewMotion(cfg state.MotionConfig, period time.Duration) *Motion {
+func NewMotion(cfg MotionConfig, period time.Duration) *Motion {
 	dt := period.Seconds()
 	return &Motion{cfg: cfg, alpha: dt / (gravityTau.Seconds() + dt), fallSince: -1, pickSince: -1}
 }

@@ -40,7 +40,7 @@ type Devices struct {
 // RealDevices returns the board's devices: periph host GPIO and I²C
 // (host.Init on first use; a host without them makes the modules
 // unavailable, not the agent fail) and sysfs at the configured roots.
-func RealDevices(cfg state.Config) Devices {
+func RealDevices(cfg Config) Devices {
 	cfg = cfg.Defaults()
 	return Devices{
 		GPIO:    host.NewGPIO(),
@@ -58,7 +58,7 @@ type Set struct {
 
 // Build validates cfg and creates the enabled modules on dev, publishing
 // through emit.
-func Build(cfg state.Config, dev Devices, emit state.Emitter, deps state.Deps) (*Set, error) {
+func Build(cfg Config, dev Devices, emit state.Emitter, deps state.Deps) (*Set, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ type Sim struct {
 	Scenario   *gpio.Scenario
 	Recogniser *identity.SimRecogniser
 
-	cfg  state.Config
+	cfg  Config
 	deps state.Deps
 }
 
@@ -139,7 +139,7 @@ type Sim struct {
 // scenario, IMU playback of the embedded recording (a live register model
 // when cfg.IMU differs from the recording's settings), a clock-driven
 // sysfs tree and the default recogniser script.
-func NewSim(cfg state.Config, deps state.Deps) *Sim {
+func NewSim(cfg Config, deps state.Deps) *Sim {
 	deps = deps.WithDefaults()
 	cfg = cfg.Defaults()
 	pins := gpio.NewSimPins(deps.Log)
@@ -196,19 +196,19 @@ func (s *Sim) RegisterHandlers(a *skills.Arbiter) {
 // settings, battery and thermal, and a recogniser socket at socketPath
 // ("" for in-process submission only) with a 20 s absence so the sim's
 // returning visitor is greeted again.
-func SimConfig(socketPath string) (state.Config, skills.Config, identity.Config) {
-	st := state.Config{
-		GPIO: state.GPIOConfig{
+func SimConfig(socketPath string) (Config, skills.Config, identity.Config) {
+	st := Config{
+		GPIO: gpio.Config{
 			Enabled: true,
-			Inputs: map[string]state.InputConfig{
+			Inputs: map[string]gpio.InputConfig{
 				"button_head": {Pin: "GPIO27", FunctionCall: "button_press"},
 				"bump_front":  {Pin: "GPIO22", Debounce: 10 * time.Millisecond},
 			},
-			Outputs: map[string]state.OutputConfig{"led_eyes": {Pin: "GPIO17"}},
+			Outputs: map[string]gpio.OutputConfig{"led_eyes": {Pin: "GPIO17"}},
 		},
-		IMU:     state.IMUConfig{Enabled: true},
-		Battery: state.BatteryConfig{Enabled: true},
-		Thermal: state.ThermalConfig{Enabled: true},
+		IMU:     imu.Config{Enabled: true},
+		Battery: sysfs.BatteryConfig{Enabled: true},
+		Thermal: sysfs.ThermalConfig{Enabled: true},
 	}
 	sk := skills.Config{Allow: []string{skills.SkillSet, skills.SkillBlink}, Pins: []string{"led_eyes"}}
 	id := identity.Config{Socket: socketPath, Absence: 20 * time.Second, GreetCooldown: 30 * time.Second}

@@ -118,7 +118,7 @@ func (p poller) loop(ctx context.Context, poll func(now time.Duration) error) er
 
 // Battery is the battery module.
 type Battery struct {
-	cfg    state.BatteryConfig
+	cfg    BatteryConfig
 	fsys   fs.FS
 	poller poller
 	dir    string // class/power_supply/<name>
@@ -138,7 +138,7 @@ type batteryValue struct {
 
 // NewBattery returns the battery module reading fsys (rooted at the sysfs
 // mount, cfg.Root on a robot).
-func NewBattery(cfg state.BatteryConfig, fsys fs.FS, deps state.Deps) (*Battery, error) {
+func NewBattery(cfg BatteryConfig, fsys fs.FS, deps state.Deps) (*Battery, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -257,7 +257,7 @@ func (b *Battery) poll(now time.Duration, pub *state.Publisher) error {
 
 // Thermal is the thermal-zone module.
 type Thermal struct {
-	cfg    state.ThermalConfig
+	cfg    ThermalConfig
 	fsys   fs.FS
 	poller poller
 	zones  []zone
@@ -270,7 +270,7 @@ type zone struct {
 }
 
 // NewThermal returns the thermal module reading fsys.
-func NewThermal(cfg state.ThermalConfig, fsys fs.FS, deps state.Deps) (*Thermal, error) {
+func NewThermal(cfg ThermalConfig, fsys fs.FS, deps state.Deps) (*Thermal, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

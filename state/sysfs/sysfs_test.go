@@ -33,7 +33,7 @@ func (e *env) deps() state.Deps { return state.Deps{Clock: e.clk, Metrics: e.reg
 
 func TestBatteryFromFakeTree(t *testing.T) {
 	e := newEnv()
-	b, err := NewBattery(state.BatteryConfig{Poll: time.Second}, os.DirFS("testdata/sys"), e.deps())
+	b, err := NewBattery(BatteryConfig{Poll: time.Second}, os.DirFS("testdata/sys"), e.deps())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestBatteryChanges(t *testing.T) {
 		"class/power_supply/bat/status":      {Data: []byte("Discharging\n")},
 		"class/power_supply/bat/voltage_now": {Data: []byte("3800000\n")},
 	}
-	b, _ := NewBattery(state.BatteryConfig{Supply: "bat", VoltageDeadband: 0.05}, m, e.deps())
+	b, _ := NewBattery(BatteryConfig{Supply: "bat", VoltageDeadband: 0.05}, m, e.deps())
 	if err := b.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +121,12 @@ func TestBatteryUnavailable(t *testing.T) {
 		"no class":   {},
 		"only mains": {"class/power_supply/AC/type": {Data: []byte("Mains\n")}},
 	} {
-		b, _ := NewBattery(state.BatteryConfig{}, fsys, state.Deps{})
+		b, _ := NewBattery(BatteryConfig{}, fsys, state.Deps{})
 		if err := b.Open(); !errors.Is(err, state.ErrUnavailable) {
 			t.Errorf("%s: %v, want unavailable", name, err)
 		}
 	}
-	b, _ := NewBattery(state.BatteryConfig{Supply: "BAT9"}, os.DirFS("testdata/sys"), state.Deps{})
+	b, _ := NewBattery(BatteryConfig{Supply: "BAT9"}, os.DirFS("testdata/sys"), state.Deps{})
 	if err := b.Open(); !errors.Is(err, state.ErrUnavailable) || !strings.Contains(err.Error(), `"BAT9"`) {
 		t.Errorf("missing supply: %v", err)
 	}
@@ -139,7 +139,7 @@ func TestBatteryRunFailsAfterRepeatedErrors(t *testing.T) {
 		"class/power_supply/bat/type":     {Data: []byte("Battery\n")},
 		"class/power_supply/bat/capacity": {Data: []byte("x\n")},
 	}
-	b, _ := NewBattery(state.BatteryConfig{Supply: "bat", Poll: 100 * time.Millisecond}, m, e.deps())
+	b, _ := NewBattery(BatteryConfig{Supply: "bat", Poll: 100 * time.Millisecond}, m, e.deps())
 	if err := b.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestBatteryRunFailsAfterRepeatedErrors(t *testing.T) {
 
 func TestThermalZones(t *testing.T) {
 	e := newEnv()
-	th, _ := NewThermal(state.ThermalConfig{}, os.DirFS("testdata/sys"), e.deps())
+	th, _ := NewThermal(ThermalConfig{}, os.DirFS("testdata/sys"), e.deps())
 	if err := th.Open(); err != nil {
 		t.Fatal(err)
 	}
@@ -203,11 +203,11 @@ func TestThermalZones(t *testing.T) {
 		t.Fatalf("%d events after an unchanged poll, want 4", n)
 	}
 	// Filter.
-	th2, _ := NewThermal(state.ThermalConfig{Zones: []string{"cpu-thermal"}}, os.DirFS("testdata/sys"), e.deps())
+	th2, _ := NewThermal(ThermalConfig{Zones: []string{"cpu-thermal"}}, os.DirFS("testdata/sys"), e.deps())
 	if err := th2.Open(); err != nil || len(th2.zones) != 1 {
 		t.Fatalf("filtered zones %v %v", th2.zones, err)
 	}
-	th3, _ := NewThermal(state.ThermalConfig{}, os.DirFS("testdata/empty"), e.deps())
+	th3, _ := NewThermal(ThermalConfig{}, os.DirFS("testdata/empty"), e.deps())
 	if err := th3.Open(); !errors.Is(err, state.ErrUnavailable) {
 		t.Fatalf("no zones: %v", err)
 	}
@@ -216,8 +216,8 @@ func TestThermalZones(t *testing.T) {
 func TestSimFSFollowsClock(t *testing.T) {
 	e := newEnv()
 	fsys := NewSimFS(e.clk)
-	b, _ := NewBattery(state.BatteryConfig{}, fsys, e.deps())
-	th, _ := NewThermal(state.ThermalConfig{Deadband: 0.5}, fsys, e.deps())
+	b, _ := NewBattery(BatteryConfig{}, fsys, e.deps())
+	th, _ := NewThermal(ThermalConfig{Deadband: 0.5}, fsys, e.deps())
 	if err := b.Open(); err != nil {
 		t.Fatal(err)
 	}
