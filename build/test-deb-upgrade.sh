@@ -100,6 +100,9 @@ clv=$(dpkg-parsechangelog -l "$work/changelog" -S Version 2>/dev/null || head -1
 [[ $clv == *0.0.1~test.1* ]] || fail "changelog's first entry is '$clv', want version 0.0.1~test.1"
 grep -q "^ /etc/robot-agent/config.yaml [0-9a-f]*$" <(dpkg-query --admindir="$R/var/lib/dpkg" -W -f='${Conffiles}\n' robot-agent) ||
 	fail "/etc/robot-agent/config.yaml is not a registered conffile"
+tok=$R/etc/robot-agent/gateway-token
+[[ -e $tok && ! -s $tok ]] || fail "postinst did not create the empty token placeholder (LoadCredential= needs the file)"
+[[ $(stat -c %a "$tok") == 600 ]] || fail "token placeholder has mode $(stat -c %a "$tok"), want 600"
 grep -q '^robot-agent:x:' "$R/etc/passwd" || fail "postinst did not create the robot-agent user in the scratch root"
 grep -Eq '^gpio:x:[0-9]+:(.*,)?robot-agent' "$R/etc/group" || fail "robot-agent is not in group gpio"
 
@@ -109,6 +112,8 @@ printf '# edited on this robot\n' >>"$conf"
 grep -q '^  level: debug$' "$conf" || fail "test could not edit $conf"
 edited=$(sha256sum <"$conf")
 
+printf 's3cret\n' >"$tok"
+
 step "upgrade to 0.0.1~test.2 (same default config): no prompt, edit kept"
 mkdir -p "$R/var/lib/robot-agent/bundles"
 echo state >"$R/var/lib/robot-agent/bundles/keep"
@@ -117,6 +122,7 @@ dpkg_ -i "${debs[2]}"
 [[ $("$R/usr/bin/robot-agent" version) == "robot-agent 0.0.1~test.2 ("* ]] || fail "binary not upgraded"
 [[ $(sha256sum <"$conf") == "$edited" ]] || fail "upgrade changed the edited $conf"
 [[ ! -e $conf.dpkg-dist ]] || fail "unexpected $conf.dpkg-dist"
+[[ $(cat "$tok") == s3cret ]] || fail "upgrade touched the token"
 
 step "upgrade to 0.0.1~test.3 (new default config) with --force-confdef --force-confold: edit kept"
 dpkg_ --force-confdef --force-confold -i "${debs[3]}"
@@ -136,6 +142,7 @@ step "purge: config and state gone"
 dpkg_ -P robot-agent
 [[ ! -e $conf && ! -e $conf.dpkg-dist ]] || fail "purge left $conf"
 [[ ! -e $R/var/lib/robot-agent ]] || fail "purge left /var/lib/robot-agent"
+[[ ! -e $tok ]] || fail "purge left the token file"
 [[ -z $(status) || $(status) == "pn"* || $(status) == "un"* ]] || fail "after purge, status is '$(status)'"
 
 [[ $(sha256sum /etc/passwd /etc/group) == "$host_passwd" ]] || fail "the maintainer scripts changed the host's /etc/passwd or /etc/group"

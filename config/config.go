@@ -257,13 +257,17 @@ func (c *Config) TokenPath(getenv func(string) string) (path string, explicit bo
 
 // LoadToken reads the bearer token from the file TokenPath names. Without
 // one the agent connects without a token (gateways that do not ask for
-// one), unless required. A token_file that is set but unreadable or empty
-// is always an error.
+// one), unless required; an empty credential file (the package installs
+// one as a placeholder) also means no token. A token_file that is set but
+// unreadable or empty is always an error.
 func (c *Config) LoadToken(getenv func(string) string, required bool) error {
 	path, explicit := c.TokenPath(getenv)
 	if path != "" && !explicit && !required {
-		if _, err := os.Stat(path); err != nil {
-			path = "" // no credential passed: connect without a token
+		// No credential passed, or the package's empty placeholder (the
+		// unit's LoadCredential= needs a file to exist): connect without a
+		// token.
+		if b, err := os.ReadFile(path); (err != nil && os.IsNotExist(err)) || (err == nil && strings.TrimSpace(string(b)) == "") {
+			path = ""
 		}
 	}
 	if path == "" {

@@ -211,6 +211,18 @@ func TestEnvAndToken(t *testing.T) {
 	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "gateway.token_file") {
 		t.Fatalf("missing token: %v", err)
 	}
+	// The package's empty placeholder credential: no token when the token
+	// is optional, an error when it is required.
+	os.WriteFile(filepath.Join(dir, "gateway-token"), []byte("\n"), 0o600)
+	creds := func(k string) string { return map[string]string{"CREDENTIALS_DIRECTORY": dir}[k] }
+	c = Default()
+	if err := c.LoadToken(creds, false); err != nil || c.Gateway.Token != "" {
+		t.Fatalf("empty credential, token optional: token %q err %v, want no token", c.Gateway.Token, err)
+	}
+	c = Default()
+	if err := c.LoadToken(creds, true); err == nil || !strings.Contains(err.Error(), "is empty") {
+		t.Fatalf("empty credential, token required: %v", err)
+	}
 	c = Default()
 	c.Gateway.TokenFile = filepath.Join(dir, "empty")
 	os.WriteFile(c.Gateway.TokenFile, nil, 0o600)

@@ -303,7 +303,8 @@ func TestTokenOptional(t *testing.T) {
 	}{
 		{"not configured, default file missing", missing, true, Warn, "not configured (optional: the agent connects without a token"},
 		{"configured, missing", missing, false, Fail, missing + " does not exist"},
-		{"not configured, default file empty", empty, true, Fail, "is empty"},
+		{"not configured, default file empty (the package's placeholder)", empty, true, Warn, "not configured (optional"},
+		{"configured, empty", empty, false, Fail, "is empty"},
 	} {
 		r := checkToken(Checks{TokenFile: tt.file, TokenOptional: tt.optional})
 		if r.Status != tt.status || !strings.Contains(r.Detail, tt.detail) || r.Fix == "" {
