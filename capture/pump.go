@@ -38,8 +38,10 @@ type Pump struct {
 
 	frames, dropped, utterances, readErrors *metrics.Counter
 
-	// det replaces the built-in energy decision (nil: energy).
-	det vad.Detector
+	// det replaces the built-in energy decision (nil: energy); detAdapt is
+	// det when it learns the noise (vad.Adapter).
+	det      vad.Detector
+	detAdapt vad.Adapter
 	// guard is the source's OnsetGuard, if it has one (or SetOnsetGuard's).
 	guard OnsetGuard
 
@@ -107,11 +109,13 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 		p.riseStep = v.FloorRiseDBPerS * float64(cfg.FrameMS) / 1000
 		ringLen = p.preFrames + p.minSpeechFrames
 		if v.Detector != vad.KindEnergy {
-			d, err := vad.New(vad.Options{Kind: v.Detector, FrameMS: cfg.FrameMS, Mode: v.DetectorMode})
+			d, err := vad.New(vad.Options{Kind: v.Detector, FrameMS: cfg.FrameMS, Mode: v.DetectorMode,
+				Energy: vad.EnergyConfig{MinFloorDBFS: v.MinFloorDBFS}})
 			if err != nil {
 				return nil, fmt.Errorf("capture: vad.detector %q: %w", v.Detector, err)
 			}
 			p.det = d
+			p.detAdapt, _ = d.(vad.Adapter)
 		}
 	}
 	p.guard, _ = src.(OnsetGuard)
@@ -270,12 +274,19 @@ func (p *Pump) processDetector(cur *slot) {
 		p.inUttFrame(cur, p.det.Speech(cur.samples, true))
 		return
 	}
+	echo := p.echoOnly()
+	if p.detAdapt != nil {
+		// As the energy floor: neither frames the canceller's suppressor
+		// pushed below the room noise nor the robot's own voice heard
+		// through the half-duplex gate may become the noise estimate.
+		p.detAdapt.SetAdapt(!echo && !gated)
+	}
 	speech := p.det.Speech(cur.samples, false)
 	if gated {
 		p.held, p.speechRun = 0, 0
 		return
 	}
-	if speech && !p.echoOnly() {
+	if speech && !echo {
 		p.speechRun++
 	} else {
 		p.speechRun = 0
