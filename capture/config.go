@@ -41,10 +41,17 @@ const (
 	validFrameMSDescription = "10, 20, 40 or 60"
 )
 
-// DefaultDetector is the VAD detector chosen by measurement
-// (docs/benchmarks.md "VAD on speech in noise"): pure Go, built in
-// everywhere.
-const DefaultDetector = vad.KindSpectral
+// DetectorAuto, the default VAD detector, is chosen by measurement
+// (docs/benchmarks.md "VAD on speech in noise"): vad.KindSpectral (pure
+// Go, built in everywhere), except when an echo canceller's onset guard is
+// installed (full duplex, SetOnsetGuard or a source that is an
+// OnsetGuard): then the built-in energy detector, because the spectral
+// detector also hears the canceller's residual echo (23 false barge-ins in
+// 20 replies at 10 dB SNR, energy 0; docs/benchmarks.md).
+const DetectorAuto = "auto"
+
+// DefaultDetector is the default of VADConfig.Detector.
+const DefaultDetector = DetectorAuto
 
 // Config configures a Pump. Zero fields take the defaults above.
 type Config struct {
@@ -90,9 +97,10 @@ type VADConfig struct {
 	// MaxUtteranceMS forces an end (frames sent, pre-roll included); speech
 	// that goes on starts a new utterance (default 30000).
 	MaxUtteranceMS int `yaml:"max_utterance_ms"`
-	// Detector is the per-frame speech decision: "spectral" (default: a
-	// statistical-model detector with a noise estimate per frequency band,
-	// pure Go), "energy" (the level-over-floor detector above, pure Go),
+	// Detector is the per-frame speech decision: "auto" (default:
+	// spectral, or energy with an echo canceller; see DetectorAuto),
+	// "spectral" (a statistical-model detector with a noise estimate per
+	// frequency band, pure Go), "energy" (the level-over-floor detector above, pure Go),
 	// "webrtc" (WebRTC's GMM VAD, build tag webrtcapm) or "speex"
 	// (speexdsp's preprocessor VAD, build tag speexdsp); see package vad
 	// and docs/benchmarks.md. The pre-roll, min-speech, hangover and
@@ -150,12 +158,13 @@ func (c Config) Validate() error {
 	default:
 		errs.Add("frame_ms", c.FrameMS, "want "+validFrameMSDescription, "")
 	}
-	if !slices.Contains(vad.Kinds, c.VAD.Detector) {
-		errs.Add("vad.detector", c.VAD.Detector, fmt.Sprintf("want one of %v", vad.Kinds), "")
-	} else if !slices.Contains(vad.Available(), c.VAD.Detector) {
+	// auto is spectral or energy: both built in, both take every frame_ms.
+	if c.VAD.Detector != DetectorAuto && !slices.Contains(vad.Kinds, c.VAD.Detector) {
+		errs.Add("vad.detector", c.VAD.Detector, fmt.Sprintf("want auto or one of %v", vad.Kinds), "")
+	} else if c.VAD.Detector != DetectorAuto && !slices.Contains(vad.Available(), c.VAD.Detector) {
 		errs.Add("vad.detector", c.VAD.Detector, "not built into this binary",
 			fmt.Sprintf("needs cgo and its build tag, see package vad; built in: %s", strings.Join(vad.Available(), ", ")))
-	} else if c.VAD.Detector != vad.KindEnergy && c.VAD.Detector != vad.KindSpectral && (c.FrameMS == 40 || c.FrameMS == 60) {
+	} else if c.VAD.Detector != DetectorAuto && c.VAD.Detector != vad.KindEnergy && c.VAD.Detector != vad.KindSpectral && (c.FrameMS == 40 || c.FrameMS == 60) {
 		errs.Add("vad.detector", c.VAD.Detector, fmt.Sprintf("takes frames of 10, 20 or 30 ms, not frame_ms %d", c.FrameMS), "use energy or spectral, or frame_ms 20")
 	}
 	if c.Mode != ModeContinuous && c.Mode != ModeVAD {

@@ -11,14 +11,14 @@ import (
 )
 
 func TestConfigValidateDetector(t *testing.T) {
-	if d := (Config{}).WithDefaults().VAD.Detector; d != vad.KindSpectral {
+	if d := (Config{}).WithDefaults().VAD.Detector; d != DetectorAuto {
 		t.Errorf("default detector %q", d)
 	}
 	if err := (Config{Mode: ModeVAD, FrameMS: 60}).Validate(); err != nil {
 		t.Errorf("default detector with 60 ms frames: %v", err)
 	}
 	err := Config{VAD: VADConfig{Detector: "neural"}}.Validate()
-	if err == nil || !strings.Contains(err.Error(), `vad.detector: "neural": want one of [energy webrtc speex spectral]`) {
+	if err == nil || !strings.Contains(err.Error(), `vad.detector: "neural": want auto or one of [energy webrtc speex spectral]`) {
 		t.Errorf("unknown detector: %v", err)
 	}
 	err = Config{FrameMS: 40, VAD: VADConfig{Detector: vad.KindWebRTC}}.Validate()
@@ -36,8 +36,8 @@ func TestConfigValidateDetector(t *testing.T) {
 // starting within 60 ms of pre-roll + speech onset, none elsewhere.
 func TestVADDefaultDetector(t *testing.T) {
 	r := newRig(t, Config{Mode: ModeVAD}, sim.MicConfig{Script: speechScript, Seed: 5, NoiseDBFS: -45}, 280)
-	if r.pump.Config().VAD.Detector != vad.KindSpectral {
-		t.Fatalf("detector %q", r.pump.Config().VAD.Detector)
+	if d := r.pump.Detector(); d != vad.KindSpectral {
+		t.Fatalf("auto detector without an onset guard: %q, want spectral", d)
 	}
 	r.run(t)
 	checkSeq(t, r.col.frames)
@@ -65,5 +65,39 @@ func TestProcessNoAllocsEveryDetector(t *testing.T) {
 			t.Errorf("%s: no utterance went through the measured path", k)
 		}
 		p.Close()
+	}
+}
+
+type fixedGuard bool
+
+func (g fixedGuard) EchoDominated() bool { return bool(g) }
+
+// auto is energy while an echo canceller's onset guard is installed (full
+// duplex: the spectral detector hears residual echo), spectral otherwise;
+// an explicit detector is not switched.
+func TestAutoDetectorFollowsTheOnsetGuard(t *testing.T) {
+	p := newBarePump(t, Config{Mode: ModeVAD})
+	if d := p.Detector(); d != vad.KindSpectral {
+		t.Errorf("auto, no guard: %q", d)
+	}
+	p.SetOnsetGuard(fixedGuard(false))
+	if d := p.Detector(); d != vad.KindEnergy {
+		t.Errorf("auto with a guard: %q", d)
+	}
+	i := 0
+	if a := testing.AllocsPerRun(100, func() { feed(p, i); i++ }); a != 0 || p.utterances.Value() == 0 {
+		t.Errorf("auto with a guard: %v allocs per frame, %d utterances", a, p.utterances.Value())
+	}
+	p.SetOnsetGuard(nil)
+	if d := p.Detector(); d != vad.KindSpectral {
+		t.Errorf("auto, guard removed: %q", d)
+	}
+	q := newBarePump(t, Config{Mode: ModeVAD, VAD: VADConfig{Detector: vad.KindSpectral}})
+	q.SetOnsetGuard(fixedGuard(false))
+	if d := q.Detector(); d != vad.KindSpectral {
+		t.Errorf("explicit spectral with a guard: %q", d)
+	}
+	if err := (Config{Mode: ModeVAD, FrameMS: 40}).Validate(); err != nil {
+		t.Errorf("auto at 40 ms: %v", err)
 	}
 }

@@ -90,7 +90,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.irWAV, "ir-wav", "", "impulse response WAV instead of the synthetic one")
 	fs.Float64Var(&f.rc.SoftClip, "soft-clip", 0, "loudspeaker non-linearity tanh(k x)/k, k (0: linear)")
 	fs.Float64Var(&f.rc.DriftPPM, "drift-ppm", 100, "mic clock faster than the speaker's by this many ppm")
-	fs.StringVar(&f.vadKind, "vad", capture.DefaultDetector, fmt.Sprintf("VAD detector: one of %v (built in: %v)", vad.Kinds, vad.Available()))
+	fs.StringVar(&f.vadKind, "vad", capture.DefaultDetector, fmt.Sprintf("VAD detector: auto (spectral, energy with a canceller) or one of %v (built in: %v)", vad.Kinds, vad.Available()))
 	fs.IntVar(&f.vadMode, "vad-mode", 0, "webrtc aggressiveness 0..3 / speex start probability %")
 	fs.StringVar(&f.mode, "mode", capture.ModeVAD, "capture mode: vad or continuous")
 	fs.IntVar(&f.seed, "seed", 1, "seed for the room, noise and barge-in positions")
