@@ -9,8 +9,9 @@
 //   - KindSpeex: speexdsp's preprocessor VAD (build tag speexdsp);
 //   - KindSpectral: a statistical-model detector (Sohn's likelihood ratio
 //     test on a 10 ms STFT with an MCRA noise estimate and an HMM
-//     hangover; pure Go, the default of the capture pump: see Spectral and
-//     docs/benchmarks.md "VAD on speech in noise").
+//     hangover; pure Go, the capture pump's default without an echo
+//     canceller: see Spectral, capture.DetectorAuto and docs/benchmarks.md
+//     "VAD on speech in noise").
 //
 // Without the tag a cgo detector's constructor fails with an error wrapping
 // ErrNotBuiltIn. A Detector is used by one goroutine and does not allocate
