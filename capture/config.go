@@ -3,6 +3,7 @@ package capture
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/vad"
@@ -13,7 +14,7 @@ const (
 	// ModeContinuous streams every frame as one utterance per Run; the
 	// gateway does voice activity detection.
 	ModeContinuous = "continuous"
-	// ModeVAD sends only utterances found by the local energy VAD.
+	// ModeVAD sends only utterances found by the local VAD.
 	ModeVAD = "vad"
 )
 
@@ -40,6 +41,18 @@ const (
 	validFrameMSDescription = "10, 20, 40 or 60"
 )
 
+// DetectorAuto, the default VAD detector, is chosen by measurement
+// (docs/benchmarks.md "VAD on speech in noise"): vad.KindSpectral (pure
+// Go, built in everywhere), except when an echo canceller's onset guard is
+// installed (full duplex, SetOnsetGuard or a source that is an
+// OnsetGuard): then the built-in energy detector, because the spectral
+// detector also hears the canceller's residual echo (23 false barge-ins in
+// 20 replies at 10 dB SNR, energy 0; docs/benchmarks.md).
+const DetectorAuto = "auto"
+
+// DefaultDetector is the default of VADConfig.Detector.
+const DefaultDetector = DetectorAuto
+
 // Config configures a Pump. Zero fields take the defaults above.
 type Config struct {
 	// FrameMS is the frame length in milliseconds: 10, 20 (default), 40 or 60.
@@ -50,13 +63,15 @@ type Config struct {
 	VAD VADConfig `yaml:"vad"`
 }
 
-// VADConfig tunes the local energy voice activity detector.
-//
-// Each frame's RMS level (dBFS) is compared with an adaptive noise floor
-// that, outside utterances, drops at once to any quieter frame and rises
-// slowly (FloorRiseDBPerS) otherwise; thresholds are measured from
-// max(floor, MinFloorDBFS). Millisecond values are rounded up to whole
+// VADConfig tunes the local voice activity detection: a per-frame detector
+// (Detector) and the utterance logic around it (pre-roll, min speech,
+// hangover, max utterance). Millisecond values are rounded up to whole
 // frames.
+//
+// With Detector "energy", each frame's RMS level (dBFS) is compared with
+// an adaptive noise floor that, outside utterances, drops at once to any
+// quieter frame and rises slowly (FloorRiseDBPerS) otherwise; thresholds
+// are measured from max(floor, MinFloorDBFS).
 type VADConfig struct {
 	// StartDB: a frame is speech, for starting an utterance, when its level
 	// exceeds the floor by more than this (default 12).
@@ -82,12 +97,16 @@ type VADConfig struct {
 	// MaxUtteranceMS forces an end (frames sent, pre-roll included); speech
 	// that goes on starts a new utterance (default 30000).
 	MaxUtteranceMS int `yaml:"max_utterance_ms"`
-	// Detector is the per-frame speech decision: "energy" (default, the
-	// level-over-floor detector above, pure Go), "webrtc" (WebRTC's GMM
-	// VAD, build tag webrtcapm) or "speex" (speexdsp's preprocessor VAD,
-	// build tag speexdsp); see package vad and docs/benchmarks.md. The
-	// pre-roll, min-speech, hangover and max-utterance logic applies to
-	// every detector; the dB fields only to energy.
+	// Detector is the per-frame speech decision: "auto" (default:
+	// spectral, or energy with an echo canceller; see DetectorAuto),
+	// "spectral" (a statistical-model detector with a noise estimate per
+	// frequency band, pure Go), "energy" (the level-over-floor detector above, pure Go),
+	// "webrtc" (WebRTC's GMM VAD, build tag webrtcapm) or "speex"
+	// (speexdsp's preprocessor VAD, build tag speexdsp); see package vad
+	// and docs/benchmarks.md. The pre-roll, min-speech, hangover and
+	// max-utterance logic applies to every detector; the dB fields only to
+	// energy, except MinFloorDBFS, which also bounds spectral's noise
+	// estimate.
 	Detector string `yaml:"detector"`
 	// DetectorMode is the webrtc aggressiveness 0..3 (default 0 when
 	// unset) or the speex start probability in percent (default 80).
@@ -120,7 +139,7 @@ func (c Config) WithDefaults() Config {
 	setInt(&v.MinSpeechMS, DefaultMinSpeechMS)
 	setInt(&v.MaxUtteranceMS, DefaultMaxUtteranceMS)
 	if v.Detector == "" {
-		v.Detector = vad.KindEnergy
+		v.Detector = DefaultDetector
 	}
 	return c
 }
@@ -139,8 +158,14 @@ func (c Config) Validate() error {
 	default:
 		errs.Add("frame_ms", c.FrameMS, "want "+validFrameMSDescription, "")
 	}
-	if !slices.Contains(vad.Kinds, c.VAD.Detector) {
-		errs.Add("vad.detector", c.VAD.Detector, fmt.Sprintf("want one of %v", vad.Kinds), "")
+	// auto is spectral or energy: both built in, both take every frame_ms.
+	if c.VAD.Detector != DetectorAuto && !slices.Contains(vad.Kinds, c.VAD.Detector) {
+		errs.Add("vad.detector", c.VAD.Detector, fmt.Sprintf("want auto or one of %v", vad.Kinds), "")
+	} else if c.VAD.Detector != DetectorAuto && !slices.Contains(vad.Available(), c.VAD.Detector) {
+		errs.Add("vad.detector", c.VAD.Detector, "not built into this binary",
+			fmt.Sprintf("needs cgo and its build tag, see package vad; built in: %s", strings.Join(vad.Available(), ", ")))
+	} else if c.VAD.Detector != DetectorAuto && c.VAD.Detector != vad.KindEnergy && c.VAD.Detector != vad.KindSpectral && (c.FrameMS == 40 || c.FrameMS == 60) {
+		errs.Add("vad.detector", c.VAD.Detector, fmt.Sprintf("takes frames of 10, 20 or 30 ms, not frame_ms %d", c.FrameMS), "use energy or spectral, or frame_ms 20")
 	}
 	if c.Mode != ModeContinuous && c.Mode != ModeVAD {
 		errs.Add("mode", c.Mode, "want continuous or vad", "")

@@ -38,8 +38,13 @@ type Pump struct {
 
 	frames, dropped, utterances, readErrors *metrics.Counter
 
-	// det replaces the built-in energy decision (nil: energy).
-	det vad.Detector
+	// det replaces the built-in energy decision (nil: energy); detAdapt is
+	// det when it learns the noise (vad.Adapter).
+	det      vad.Detector
+	detAdapt vad.Adapter
+	// auto: vad.detector auto (det is spectral); useEnergy: auto with an
+	// onset guard, so the built-in energy decision is used.
+	auto, useEnergy bool
 	// guard is the source's OnsetGuard, if it has one (or SetOnsetGuard's).
 	guard OnsetGuard
 
@@ -107,14 +112,22 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 		p.riseStep = v.FloorRiseDBPerS * float64(cfg.FrameMS) / 1000
 		ringLen = p.preFrames + p.minSpeechFrames
 		if v.Detector != vad.KindEnergy {
-			d, err := vad.New(vad.Options{Kind: v.Detector, FrameMS: cfg.FrameMS, Mode: v.DetectorMode})
+			kind := v.Detector
+			if kind == DetectorAuto {
+				kind, p.auto = vad.KindSpectral, true
+			}
+			d, err := vad.New(vad.Options{Kind: kind, FrameMS: cfg.FrameMS, Mode: v.DetectorMode,
+				Energy: vad.EnergyConfig{MinFloorDBFS: v.MinFloorDBFS}})
 			if err != nil {
 				return nil, fmt.Errorf("capture: vad.detector %q: %w", v.Detector, err)
 			}
 			p.det = d
+			p.detAdapt, _ = d.(vad.Adapter)
 		}
 	}
-	p.guard, _ = src.(OnsetGuard)
+	if g, ok := src.(OnsetGuard); ok {
+		p.SetOnsetGuard(g)
+	}
 	frameLen := hw.MicFormat.SampleRate * cfg.FrameMS / 1000
 	backing := make([]int16, ringLen*frameLen)
 	p.ring = make([]slot, ringLen)
@@ -126,7 +139,23 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 
 // SetOnsetGuard installs g (nil removes it); NewPump installs the source
 // itself when it implements OnsetGuard. Call before Run.
-func (p *Pump) SetOnsetGuard(g OnsetGuard) { p.guard = g }
+//
+// With vad.detector auto a guard switches the pump to the energy detector
+// (see DetectorAuto) and removing it back to spectral.
+func (p *Pump) SetOnsetGuard(g OnsetGuard) {
+	p.guard = g
+	if p.auto {
+		p.useEnergy = g != nil
+	}
+}
+
+// Detector returns the kind of detector the pump uses (auto resolved).
+func (p *Pump) Detector() string {
+	if p.det == nil || p.useEnergy {
+		return vad.KindEnergy
+	}
+	return p.det.Kind()
+}
 
 // Config returns the effective configuration (defaults applied).
 func (p *Pump) Config() Config { return p.cfg }
@@ -215,7 +244,7 @@ func (p *Pump) process(cur *slot) {
 }
 
 func (p *Pump) processVAD(cur *slot) {
-	if p.det != nil {
+	if p.det != nil && !p.useEnergy {
 		p.processDetector(cur)
 		return
 	}
@@ -270,12 +299,19 @@ func (p *Pump) processDetector(cur *slot) {
 		p.inUttFrame(cur, p.det.Speech(cur.samples, true))
 		return
 	}
+	echo := p.echoOnly()
+	if p.detAdapt != nil {
+		// As the energy floor: neither frames the canceller's suppressor
+		// pushed below the room noise nor the robot's own voice heard
+		// through the half-duplex gate may become the noise estimate.
+		p.detAdapt.SetAdapt(!echo && !gated)
+	}
 	speech := p.det.Speech(cur.samples, false)
 	if gated {
 		p.held, p.speechRun = 0, 0
 		return
 	}
-	if speech && !p.echoOnly() {
+	if speech && !echo {
 		p.speechRun++
 	} else {
 		p.speechRun = 0

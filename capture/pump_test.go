@@ -15,6 +15,7 @@ import (
 	"github.com/robot-agent/robot-agent/hw/sim"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
+	"github.com/robot-agent/robot-agent/vad"
 )
 
 const frame20 = 20 * time.Millisecond
@@ -247,8 +248,11 @@ func TestContinuousDrops(t *testing.T) {
 	}
 }
 
+// TestVAD checks the pump's utterance timing exactly, with the energy
+// detector (no hangover of its own; TestVADDefaultDetector runs the
+// default).
 func TestVAD(t *testing.T) {
-	cfg := Config{Mode: ModeVAD}
+	cfg := Config{Mode: ModeVAD, VAD: VADConfig{Detector: vad.KindEnergy}}
 	r := newRig(t, cfg, sim.MicConfig{Script: speechScript, Seed: 11}, 280)
 	if err := r.run(t); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run = %v", err)
@@ -561,12 +565,19 @@ func TestProcessNoAllocs(t *testing.T) {
 	}
 }
 
+// BenchmarkProcessVAD: one frame through the VAD path, per detector built
+// in (the default, spectral, and the energy fallback at least).
 func BenchmarkProcessVAD(b *testing.B) {
-	p := newBarePump(b, Config{Mode: ModeVAD})
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		feed(p, i)
-		i++
+	for _, k := range vad.Available() {
+		b.Run(k, func(b *testing.B) {
+			p := newBarePump(b, Config{Mode: ModeVAD, VAD: VADConfig{Detector: k}})
+			defer p.Close()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				feed(p, i)
+				i++
+			}
+		})
 	}
 }

@@ -22,5 +22,5 @@ run() { echo; echo "\$ robot-agent duplex-bench $*"; bin/robot-agent-bench duple
 	run --replies "$n" --barge-in --ser-db -10 --aec "$aecs"
 	run --replies 20 --barge-in --ser-db 0 --aec "$aecs"
 	run --replies 20 --barge-in --ser-db 0 --aec "$aecs" --ns
-	run --vad-compare --replies 20
+	run --vad-compare --replies 4 --vad-seeds 2
 } 2>&1 | tee out/bench-duplex.txt

@@ -6,7 +6,12 @@
 //     comparisons);
 //   - KindWebRTC: WebRTC's GMM detector (libwebrtc-audio-processing's
 //     WebRtcVad_*, build tag webrtcapm), modes 0..3 (aggressiveness);
-//   - KindSpeex: speexdsp's preprocessor VAD (build tag speexdsp).
+//   - KindSpeex: speexdsp's preprocessor VAD (build tag speexdsp);
+//   - KindSpectral: a statistical-model detector (Sohn's likelihood ratio
+//     test on a 10 ms STFT with an MCRA noise estimate and an HMM
+//     hangover; pure Go, the capture pump's default without an echo
+//     canceller: see Spectral, capture.DetectorAuto and docs/benchmarks.md
+//     "VAD on speech in noise").
 //
 // Without the tag a cgo detector's constructor fails with an error wrapping
 // ErrNotBuiltIn. A Detector is used by one goroutine and does not allocate
@@ -20,13 +25,14 @@ import (
 
 // Detector kinds.
 const (
-	KindEnergy = "energy"
-	KindWebRTC = "webrtc"
-	KindSpeex  = "speex"
+	KindEnergy   = "energy"
+	KindWebRTC   = "webrtc"
+	KindSpeex    = "speex"
+	KindSpectral = "spectral"
 )
 
 // Kinds lists every kind.
-var Kinds = []string{KindEnergy, KindWebRTC, KindSpeex}
+var Kinds = []string{KindEnergy, KindWebRTC, KindSpeex, KindSpectral}
 
 // Errors.
 var (
@@ -43,15 +49,26 @@ type Detector interface {
 	Close() error
 }
 
+// Adapter is implemented by detectors that learn the background noise from
+// the frames they see. SetAdapt(false) holds what was learnt for the
+// following frames — the capture pump does so for frames an echo
+// canceller's suppressor pushed far below the room's noise, which must not
+// become the noise estimate — and SetAdapt(true) resumes learning.
+type Adapter interface {
+	SetAdapt(on bool)
+}
+
 // Options configure a Detector.
 type Options struct {
 	Kind string
-	// FrameMS is the frame length (10, 20 or 30; the pump's frame_ms).
+	// FrameMS is the frame length: 10, 20 or 30 (the pump's frame_ms);
+	// KindEnergy and KindSpectral also take 40 and 60.
 	FrameMS int
 	// Mode is WebRTC's aggressiveness 0..3 (default 2); for speex the
 	// speech probability to start, in percent (default 80).
 	Mode int
-	// Energy tunes KindEnergy (zero fields: capture's defaults).
+	// Energy tunes KindEnergy (zero fields: capture's defaults); its
+	// MinFloorDBFS also bounds KindSpectral's noise estimate.
 	Energy EnergyConfig
 }
 
@@ -62,12 +79,18 @@ func New(o Options) (Detector, error) {
 	}
 	switch o.FrameMS {
 	case 10, 20, 30:
+	case 40, 60:
+		if o.Kind != KindEnergy && o.Kind != KindSpectral && o.Kind != "" {
+			return nil, fmt.Errorf("%w: frame_ms %d: %s takes 10, 20 or 30", ErrConfig, o.FrameMS, o.Kind)
+		}
 	default:
-		return nil, fmt.Errorf("%w: frame_ms %d is not 10, 20 or 30", ErrConfig, o.FrameMS)
+		return nil, fmt.Errorf("%w: frame_ms %d is not 10, 20, 30, 40 or 60", ErrConfig, o.FrameMS)
 	}
 	switch o.Kind {
 	case KindEnergy, "":
 		return NewEnergy(o.Energy, o.FrameMS), nil
+	case KindSpectral:
+		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS}), nil
 	case KindWebRTC:
 		if o.Mode < 0 || o.Mode > 3 {
 			return nil, fmt.Errorf("%w: webrtc mode %d out of range 0..3", ErrConfig, o.Mode)
@@ -81,7 +104,7 @@ func New(o Options) (Detector, error) {
 
 // Available lists the kinds this binary can run.
 func Available() []string {
-	out := []string{KindEnergy}
+	out := []string{KindEnergy, KindSpectral}
 	if webrtcBuiltIn {
 		out = append(out, KindWebRTC)
 	}

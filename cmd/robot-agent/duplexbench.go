@@ -37,8 +37,18 @@ far-end-only stretches (first 2 s of echo and after), correlation with the
 clean near end in double-talk, VAD frame precision/recall, onset delays,
 clipped first syllables, false barge-ins (utterances started without
 near-end speech), barge-ins detected within 300 ms, the delay estimate, and
-the chain's CPU per second of audio. --vad-compare instead compares the VAD
-detectors on the near end mixed with pink and motor noise at 20/10/5/0 dB.
+the chain's CPU per second of audio.
+
+--vad-compare instead compares the VAD detectors (every one built in, and
+WebRTC's noise suppressor before some) on near-end phrases mixed with noise
+at several SNRs, no echo: --near takes a comma-separated list of WAVs
+(default: five espeak-ng phrases in five voices), --replies phrases per
+WAV and seed, --vad-seeds seeds, --vad-noises and --vad-snrs the grid,
+--vad-detectors the candidates (kind[:mode], ns+ prefix for the noise
+suppressor first). Frame precision/recall/false positives are the
+detector's raw decisions per 20 ms frame against two labellings of the
+clean phrase (see duplex.Labels, duplex.LabelsActive); onsets and clipped
+first syllables come from the capture pump with that detector.
 
 Flags:
 `
@@ -47,6 +57,8 @@ type duplexFlags struct {
 	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded string
 	replies, gapMS, vadMode, seed, tailMS                                                        int
 	bargeIn, vadCompare, ns                                                                      bool
+	vadNoises, vadSNRs, vadDetectors                                                             string
+	vadSeeds                                                                                     int
 	ser, snr, farDB, dtDB                                                                        float64
 	rc                                                                                           room.Config
 }
@@ -78,11 +90,15 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.irWAV, "ir-wav", "", "impulse response WAV instead of the synthetic one")
 	fs.Float64Var(&f.rc.SoftClip, "soft-clip", 0, "loudspeaker non-linearity tanh(k x)/k, k (0: linear)")
 	fs.Float64Var(&f.rc.DriftPPM, "drift-ppm", 100, "mic clock faster than the speaker's by this many ppm")
-	fs.StringVar(&f.vadKind, "vad", vad.KindEnergy, "VAD detector: energy, webrtc, speex")
+	fs.StringVar(&f.vadKind, "vad", capture.DefaultDetector, fmt.Sprintf("VAD detector: auto (spectral, energy with a canceller) or one of %v (built in: %v)", vad.Kinds, vad.Available()))
 	fs.IntVar(&f.vadMode, "vad-mode", 0, "webrtc aggressiveness 0..3 / speex start probability %")
 	fs.StringVar(&f.mode, "mode", capture.ModeVAD, "capture mode: vad or continuous")
 	fs.IntVar(&f.seed, "seed", 1, "seed for the room, noise and barge-in positions")
 	fs.BoolVar(&f.vadCompare, "vad-compare", false, "compare the VAD detectors on near end + noise instead")
+	fs.StringVar(&f.vadNoises, "vad-noises", "pink,motor,white,babble", "--vad-compare: noise kinds, comma-separated")
+	fs.StringVar(&f.vadSNRs, "vad-snrs", "20,10,5,0", "--vad-compare: SNRs in dB, comma-separated")
+	fs.IntVar(&f.vadSeeds, "vad-seeds", 2, "--vad-compare: noise seeds per phrase (--seed, --seed+1, ...)")
+	fs.StringVar(&f.vadDetectors, "vad-detectors", "", "--vad-compare: candidates, comma-separated kind[:mode] with optional ns+ prefix (default: every one built in)")
 	fs.StringVar(&f.echoPlayed, "echo-played", "", "with --echo-recorded: measure a real echo path (make hil): the WAV played through the speaker")
 	fs.StringVar(&f.echoRecorded, "echo-recorded", "", "the WAV the mic recorded meanwhile; prints the delay and echo gain (ERL)")
 	if err := fs.Parse(args); err != nil {
@@ -118,13 +134,13 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --replies %d out of range 1..10000\n", f.replies)
 		return 2
 	}
+	if f.vadCompare {
+		return vadCompare(f, stdout, stderr)
+	}
 	far, near, src, err := loadSpeech(f.far, f.near)
 	if err != nil {
 		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
 		return 2
-	}
-	if f.vadCompare {
-		return vadCompare(f, near, src, stdout, stderr)
 	}
 	fmt.Fprintf(stdout, "duplex-bench: speech %s; far %.1f s x %d replies, near %.1f s%s; room delay %v ms, echo gain %v dB, RT60 %v s, soft clip %v, drift %v ppm; noise %s at SNR %v dB; SER %v dB; VAD %s (%s mode)\n",
 		src, float64(len(far))/duplex.FarRate, f.replies, float64(len(near))/duplex.NearRate, map[bool]string{true: " (barge-in every reply)", false: " (not used: far end only)"}[f.bargeIn],
@@ -253,50 +269,6 @@ func loadSpeech(farPath, nearPath string) (far, near []int16, src string, err er
 		s1 += " (far), " + s2 + " (near)"
 	}
 	return far, near, s1, nil
-}
-
-// vadCompare runs every available detector on the near end in noise.
-func vadCompare(f duplexFlags, near []int16, src string, stdout, stderr io.Writer) int {
-	fmt.Fprintf(stdout, "duplex-bench --vad-compare: near end %s, %.1f s x %d phrases; pump pre-roll/hangover defaults\n", src, float64(len(near))/duplex.NearRate, f.replies)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "detector\tnoise\tSNR\tframe precision\trecall\tfalse-positive frames\tonset p50/p95\tclipped first syllable")
-	type det struct {
-		kind string
-		mode int
-	}
-	var dets []det
-	for _, k := range vad.Available() {
-		switch k {
-		case vad.KindWebRTC:
-			for m := range 4 {
-				dets = append(dets, det{k, m})
-			}
-		default:
-			dets = append(dets, det{k, 0})
-		}
-	}
-	for _, d := range dets {
-		for _, noise := range []string{room.NoisePink, room.NoiseMotor} {
-			for _, snr := range []float64{20, 10, 5, 0} {
-				sc := duplex.Scenario{Near: near, NoFar: true, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, SNRDB: snr, NoiseKind: noise,
-					Room:    room.Config{EchoGainDB: 0, Seed: uint64(f.seed)},
-					AEC:     aec.Options{Kind: aec.KindNone},
-					Capture: capture.Config{Mode: capture.ModeVAD, VAD: capture.VADConfig{Detector: d.kind, DetectorMode: d.mode}}, Seed: uint64(f.seed)}
-				r, err := duplex.Run(sc)
-				if err != nil {
-					fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
-					return 1
-				}
-				name := d.kind
-				if d.kind == vad.KindWebRTC {
-					name = fmt.Sprintf("webrtc mode %d", d.mode)
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%v dB\t%s\t%s\t%s\t%s\t%d/%d\n", name, noise, snr, num(r.RawPrecision), num(r.RawRecall), pct(r.RawFPR), onsets(r), r.Clipped, r.Phrases)
-			}
-		}
-	}
-	tw.Flush()
-	return 0
 }
 
 func pct(v float64) string {

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/robot-agent/robot-agent/aec"
+	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/codec/wav"
+	"github.com/robot-agent/robot-agent/duplex"
+	"github.com/robot-agent/robot-agent/room"
+	"github.com/robot-agent/robot-agent/vad"
+)
+
+// vadPhrases are --vad-compare's default near ends: different first
+// sounds (fricative, aspirate, plosive, vowel) and voices.
+var vadPhrases = []struct{ text, voice string }{
+	{defaultPhrase, "en+f3"},
+	{"Hey robot, what time is it?", "en+m3"},
+	{"Turn left and go to the kitchen.", "en-us+f2"},
+	{"Fine, thanks. Can you bring me some water?", "en+m1"},
+	{"Okay, show me the map.", "en-us+f4"},
+}
+
+// vadCandidate is one --vad-detectors entry.
+type vadCandidate struct {
+	name string
+	cfg  capture.VADConfig
+	ns   bool
+}
+
+func parseVADCandidate(s string) (vadCandidate, error) {
+	c := vadCandidate{name: s}
+	rest, ns := strings.CutPrefix(s, "ns+")
+	c.ns = ns
+	kind, mode, hasMode := strings.Cut(rest, ":")
+	if !slices.Contains(vad.Kinds, kind) {
+		return c, fmt.Errorf("--vad-detectors %q: kind %q is not one of %v", s, kind, vad.Kinds)
+	}
+	c.cfg.Detector = kind
+	if hasMode {
+		m, err := strconv.Atoi(mode)
+		if err != nil {
+			return c, fmt.Errorf("--vad-detectors %q: mode %q is not a number", s, mode)
+		}
+		c.cfg.DetectorMode = m
+	}
+	return c, nil
+}
+
+// defaultVADCandidates: every built-in detector (WebRTC in its four modes),
+// and WebRTC's noise suppressor before energy, spectral and WebRTC mode 3
+// when the WebRTC library is built in.
+func defaultVADCandidates() []string {
+	var out []string
+	for _, k := range vad.Available() {
+		if k == vad.KindWebRTC {
+			for m := range 4 {
+				out = append(out, fmt.Sprintf("%s:%d", k, m))
+			}
+			continue
+		}
+		out = append(out, k)
+	}
+	if slices.Contains(aec.Available(), aec.KindWebRTC) {
+		out = append(out, "ns+"+vad.KindEnergy, "ns+"+vad.KindSpectral)
+		if slices.Contains(vad.Available(), vad.KindWebRTC) {
+			out = append(out, "ns+"+vad.KindWebRTC+":3")
+		}
+	}
+	return out
+}
+
+type vadPhrase struct {
+	name    string
+	samples []int16
+}
+
+func loadVADPhrases(list string) ([]vadPhrase, string, error) {
+	var out []vadPhrase
+	if list != "" {
+		for _, p := range strings.Split(list, ",") {
+			a, err := wav.ReadFile(p)
+			if err != nil {
+				return nil, "", fmt.Errorf("--near %q: %w", p, err)
+			}
+			s := duplex.Trim(duplex.ToMono(a, duplex.NearRate), duplex.NearRate)
+			if len(s) < duplex.NearRate/10 {
+				return nil, "", fmt.Errorf("--near %q: less than 100 ms of audio", p)
+			}
+			out = append(out, vadPhrase{p, s})
+		}
+		return out, "files", nil
+	}
+	for _, ph := range vadPhrases {
+		a, err := duplex.Espeak(ph.text, ph.voice)
+		if err != nil {
+			// No espeak-ng: the simulator's speech-like signal, two seeds.
+			return []vadPhrase{
+				{"synthetic 1", duplex.Synthetic(1500*time.Millisecond, 2)},
+				{"synthetic 2", duplex.Synthetic(2*time.Second, 3)},
+			}, "synthetic (espeak-ng missing)", nil
+		}
+		out = append(out, vadPhrase{fmt.Sprintf("%q (%s)", ph.text, ph.voice), duplex.Trim(duplex.ToMono(a, duplex.NearRate), duplex.NearRate)})
+	}
+	return out, "espeak-ng", nil
+}
+
+// vadCompare runs every candidate on every phrase, noise, SNR and seed and
+// prints one row per candidate, noise and SNR (frames pooled).
+func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
+	fail := func(code int, format string, a ...any) int {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: "+format+"\n", a...)
+		return code
+	}
+	noises := strings.Split(f.vadNoises, ",")
+	for _, n := range noises {
+		if !slices.Contains(room.NoiseKinds, n) {
+			return fail(2, "--vad-noises: %q is not one of %v", n, room.NoiseKinds)
+		}
+	}
+	var snrs []float64
+	for _, v := range strings.Split(f.vadSNRs, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil || x < -20 || x > 60 {
+			return fail(2, "--vad-snrs: %q is not a number in -20..60", v)
+		}
+		snrs = append(snrs, x)
+	}
+	if f.vadSeeds < 1 || f.vadSeeds > 100 {
+		return fail(2, "--vad-seeds %d out of range 1..100", f.vadSeeds)
+	}
+	names := defaultVADCandidates()
+	if f.vadDetectors != "" {
+		names = strings.Split(f.vadDetectors, ",")
+	}
+	var cands []vadCandidate
+	for _, n := range names {
+		c, err := parseVADCandidate(n)
+		if err != nil {
+			return fail(2, "%v", err)
+		}
+		cands = append(cands, c)
+	}
+	phrases, src, err := loadVADPhrases(f.near)
+	if err != nil {
+		return fail(2, "%v", err)
+	}
+	fmt.Fprintf(stdout, "duplex-bench --vad-compare: %d near-end phrases (%s) x %d trials x %d seeds per cell; pump defaults (pre-roll, min speech 60 ms, hangover)\n",
+		len(phrases), src, f.replies, f.vadSeeds)
+	for _, p := range phrases {
+		fmt.Fprintf(stdout, "  %s: %.2f s\n", p.name, float64(len(p.samples))/duplex.NearRate)
+	}
+	fmt.Fprintln(stdout, "frames: P/R/FP against labels L40 (clean frame above max(-60 dBFS, loudest - 40 dB)) and P56 (within 15.9 dB of the active level);")
+	fmt.Fprintln(stdout, "onset: raw = end of the detector's first speech frame - phrase onset (L40; 20 ms best); pump = utterance start decision - onset (L40, and P56; 60 ms best)")
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "detector\tnoise\tSNR\tL40 P/R/FP\tP56 P/R/FP\traw onset p50/p95\tpump onset p50/p95\tpump onset (P56)\tclipped\tfalse starts")
+cand:
+	for _, c := range cands {
+		for _, noise := range noises {
+			for _, snr := range snrs {
+				var fr, fa duplex.VADCounts
+				var raw, pump, pumpA []time.Duration
+				var clipped, phr, falseStarts int
+				for _, p := range phrases {
+					for s := range f.vadSeeds {
+						r, err := duplex.RunVAD(duplex.VADScene{Near: p.samples, Trials: f.replies, GapMS: f.gapMS, Noise: noise, SNRDB: snr,
+							Seed: uint64(f.seed + s), VAD: c.cfg, NS: c.ns})
+						if errors.Is(err, vad.ErrNotBuiltIn) || errors.Is(err, aec.ErrNotBuiltIn) {
+							fmt.Fprintf(stdout, "%s: not built in (%v)\n", c.name, err)
+							continue cand
+						}
+						if err != nil {
+							return fail(1, "%s: %v", c.name, err)
+						}
+						fr, fa = fr.Add(r.Frames), fa.Add(r.FramesActive)
+						raw, pump, pumpA = append(raw, r.RawOnsets...), append(pump, r.Onsets...), append(pumpA, r.OnsetsActive...)
+						clipped, phr, falseStarts = clipped+r.Clipped, phr+r.Phrases, falseStarts+r.FalseStarts
+					}
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%v dB\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\n", c.name, noise, snr, prf(fr), prf(fa),
+					pctl(raw, len(raw), phr), pctl(pump, len(pump), phr), pctl(pumpA, len(pumpA), phr), clipped, phr, falseStarts)
+			}
+		}
+	}
+	tw.Flush()
+	return 0
+}
+
+func prf(c duplex.VADCounts) string {
+	return fmt.Sprintf("%s/%s/%s", num(c.Precision()), num(c.Recall()), pct(c.FPR()))
+}
+
+// pctl prints p50/p95 of ds and, when some phrases gave none, how many did.
+func pctl(ds []time.Duration, n, of int) string {
+	if n == 0 {
+		return "-"
+	}
+	s := fmt.Sprintf("%v/%v", duplex.Percentile(ds, 50), duplex.Percentile(ds, 95))
+	if n < of {
+		s += fmt.Sprintf(" (%d/%d)", n, of)
+	}
+	return s
+}

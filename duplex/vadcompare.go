@@ -1,0 +1,276 @@
+package duplex
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/robot-agent/robot-agent/aec"
+	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/room"
+	"github.com/robot-agent/robot-agent/vad"
+)
+
+// VADScene is one VAD measurement (duplex-bench --vad-compare): a near-end
+// phrase placed Trials times in noise, no echo. Timeline: LeadMS (1 s) of
+// noise, then per trial a slot three times the phrase long with the phrase
+// starting a third into it, then GapMS (1 s). The phrase is scaled to an
+// active level (ActiveLevel) of -20 dBFS and the noise (room.NewNoise with
+// seed Seed+1, as room.Path makes it) to -20 − SNRDB dBFS RMS. The mix
+// optionally goes through WebRTC's noise suppressor (NS), then to the
+// detector alone (per-frame decisions) and to the capture pump with that
+// detector (utterance starts, pre-roll).
+type VADScene struct {
+	Near   []int16 // 16 kHz mono
+	Trials int     // default 10
+	GapMS  int     // default 1000
+	LeadMS int     // default 1000
+	Noise  string
+	SNRDB  float64
+	Seed   uint64
+	// VAD is the pump's VAD configuration (Detector, DetectorMode, ...;
+	// zero fields take capture's defaults).
+	VAD capture.VADConfig
+	// NS runs WebRTC's noise suppressor (aec kind webrtc with
+	// NoiseSuppression, far end silent) before the detector.
+	NS bool
+}
+
+// VADCounts are per-frame decisions against labels.
+type VADCounts struct{ TP, FP, FN, TN int }
+
+// Add returns c + o.
+func (c VADCounts) Add(o VADCounts) VADCounts {
+	return VADCounts{c.TP + o.TP, c.FP + o.FP, c.FN + o.FN, c.TN + o.TN}
+}
+
+// Precision: frames called speech that are labelled speech.
+func (c VADCounts) Precision() float64 { return frac(c.TP, c.TP+c.FP) }
+
+// Recall: speech frames called speech.
+func (c VADCounts) Recall() float64 { return frac(c.TP, c.TP+c.FN) }
+
+// FPR: non-speech frames called speech.
+func (c VADCounts) FPR() float64 { return frac(c.FP, c.FP+c.TN) }
+
+func (c *VADCounts) count(called, label bool) {
+	switch {
+	case called && label:
+		c.TP++
+	case called:
+		c.FP++
+	case label:
+		c.FN++
+	default:
+		c.TN++
+	}
+}
+
+// VADResult of RunVAD.
+type VADResult struct {
+	Detector string
+	// Frames: the detector's raw decision per 20 ms frame against Labels
+	// (the clean phrase's frames above max(-60 dBFS, loudest − 40 dB)).
+	Frames VADCounts
+	// FramesActive: the same decisions against LabelsActive (frames within
+	// 15.9 dB of the phrase's active level, ITU-T P.56's margin).
+	FramesActive VADCounts
+	// RawOnsets: per detected phrase, end of the first frame the detector
+	// called speech (from 40 ms before the first labelled frame) minus the
+	// start of the first labelled frame: 20 ms when it fires on that
+	// frame. Phrases not called speech before their end are left out.
+	RawOnsets []time.Duration
+	// Onsets: the pump's utterance starts (decision time) minus the start of
+	// the phrase's first labelled frame; with min_speech_ms 60 the least
+	// possible is 60 ms.
+	Onsets []time.Duration
+	// OnsetsActive: the same starts against the phrase's first frame
+	// labelled by LabelsActive.
+	OnsetsActive []time.Duration
+	// Clipped: phrases whose first labelled frame was not delivered (the
+	// pre-roll did not reach back to it) or that were never delivered.
+	Clipped, Phrases int
+	// FalseStarts: utterances started with no phrase around.
+	FalseStarts int
+}
+
+// Percentile returns the p-th percentile (0..100) of ds, or -1 when empty.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	return Result{Onsets: ds}.OnsetPercentile(p)
+}
+
+// LabelsActive marks each 20 ms frame of clean speech s (16 kHz) whose
+// level is within 15.9 dB of s's active level (ActiveLevel): the margin
+// ITU-T P.56 uses for "active" speech, without its 200 ms hangover. It is
+// stricter than Labels: onsets and tails more than 16 dB below the active
+// level, inaudible at low SNR, are not counted.
+func LabelsActive(s []int16) []bool {
+	db := frameDB(s, micFrame)
+	th := ActiveLevel(s, NearRate) - 15.9
+	out := make([]bool, len(db))
+	for i, v := range db {
+		out[i] = v >= th
+	}
+	return out
+}
+
+// RunVAD measures sc.
+func RunVAD(sc VADScene) (VADResult, error) {
+	if len(sc.Near) < micFrame {
+		return VADResult{}, fmt.Errorf("%w: no near-end audio", ErrScenario)
+	}
+	if sc.Trials <= 0 {
+		sc.Trials = 10
+	}
+	if sc.GapMS <= 0 {
+		sc.GapMS = 1000
+	}
+	if sc.LeadMS <= 0 {
+		sc.LeadMS = 1000
+	}
+	const level = -20.0
+	near := slices.Clone(sc.Near)
+	Scale(near, level-ActiveLevel(near, NearRate))
+
+	slot := (3*len(near) + micFrame - 1) / micFrame * micFrame
+	lead := sc.LeadMS * NearRate / 1000 / micFrame * micFrame
+	gap := sc.GapMS * NearRate / 1000 / micFrame * micFrame
+	total := lead + sc.Trials*(slot+gap)
+	clean := make([]int16, total)
+	var phrases []phrase
+	for r := range sc.Trials {
+		at := lead + r*(slot+gap) + slot/3/micFrame*micFrame
+		n := copy(clean[at:], near)
+		phrases = append(phrases, phrase{start: at, end: at + n})
+	}
+	labels, active := Labels(clean), LabelsActive(clean)
+	onsetActive := make([]int, len(phrases))
+	for i := range phrases {
+		p := &phrases[i]
+		p.onset, onsetActive[i] = p.end, p.end
+		for k := p.end/micFrame - 1; k >= p.start/micFrame; k-- {
+			if labels[k] {
+				p.onset = k * micFrame
+			}
+			if active[k] {
+				onsetActive[i] = k * micFrame
+			}
+		}
+	}
+
+	mic := slices.Clone(clean)
+	if sc.Noise != "" && sc.Noise != room.NoiseNone && !math.IsInf(sc.SNRDB, 1) {
+		gen, err := room.NewNoise(sc.Noise, NearRate, sc.Seed+1)
+		if err != nil {
+			return VADResult{}, err
+		}
+		buf := make([]float32, total)
+		gen.Fill(buf)
+		g := 32768 * math.Pow(10, (level-sc.SNRDB)/20)
+		for i, v := range buf {
+			mic[i] = sat(float64(mic[i]) + float64(v)*g)
+		}
+	}
+	if sc.NS {
+		c, err := aec.New(aec.Options{Kind: aec.KindWebRTC, NoiseSuppression: true})
+		if err != nil {
+			return VADResult{}, err
+		}
+		far := make([]int16, aec.FrameSamples)
+		for k := 0; k+aec.FrameSamples <= total; k += aec.FrameSamples {
+			c.Process(mic[k:k+aec.FrameSamples], mic[k:k+aec.FrameSamples], far)
+		}
+		c.Close()
+	}
+
+	cfg := capture.Config{Mode: capture.ModeVAD, FrameMS: frameMS, VAD: sc.VAD}.WithDefaults()
+	v := cfg.VAD
+	res := VADResult{Detector: v.Detector, Phrases: len(phrases)}
+
+	// The detector alone.
+	det, err := vad.New(vad.Options{Kind: v.Detector, FrameMS: frameMS, Mode: v.DetectorMode,
+		Energy: vad.EnergyConfig{StartDB: v.StartDB, StopDB: v.StopDB, MinFloorDBFS: v.MinFloorDBFS, FloorRiseDBPerS: v.FloorRiseDBPerS}})
+	if err != nil {
+		return VADResult{}, err
+	}
+	called := make([]bool, len(labels))
+	for i := range called {
+		called[i] = det.Speech(mic[i*micFrame:(i+1)*micFrame], false)
+		res.Frames.count(called[i], labels[i])
+		res.FramesActive.count(called[i], active[i])
+	}
+	det.Close()
+	for _, p := range phrases {
+		for k := max(p.onset/micFrame-2, 0); k*micFrame < p.end; k++ {
+			if called[k] {
+				res.RawOnsets = append(res.RawOnsets, dur((k+1)*micFrame-p.onset))
+				break
+			}
+		}
+	}
+
+	// The pump with the detector.
+	clk := clock.NewFake()
+	src := &sliceSource{clk: clk, s: mic}
+	sink := &benchSink{clk: clk, t0: clk.Mono(), uplink: make([]int16, total)}
+	pump, err := capture.NewPump(cfg, src, sink, clk, nil, nil)
+	if err != nil {
+		return VADResult{}, err
+	}
+	defer pump.Close()
+	if err := pump.Run(contextBackground()); err != nil && !errors.Is(err, hw.ErrClosed) {
+		return VADResult{}, err
+	}
+	hang := time.Duration(v.HangoverMS) * time.Millisecond
+	used := make([]bool, len(phrases))
+	for _, st := range sink.starts {
+		matched := false
+		for i, p := range phrases {
+			on := dur(p.onset)
+			if st.at >= on-50*time.Millisecond && st.at <= dur(p.end)+hang {
+				matched = true
+				if !used[i] {
+					used[i] = true
+					res.Onsets = append(res.Onsets, st.at-on)
+					res.OnsetsActive = append(res.OnsetsActive, st.at-dur(onsetActive[i]))
+					if st.first > on {
+						res.Clipped++
+					}
+				}
+				break
+			}
+		}
+		if !matched {
+			res.FalseStarts++
+		}
+	}
+	for _, u := range used {
+		if !u {
+			res.Clipped++
+		}
+	}
+	return res, nil
+}
+
+// sliceSource plays s as a mic, one 20 ms frame per Read, advancing clk.
+type sliceSource struct {
+	clk *clock.Fake
+	s   []int16
+	pos int
+}
+
+func (s *sliceSource) Format() hw.AudioFormat { return hw.MicFormat }
+func (s *sliceSource) Close() error           { return nil }
+func (s *sliceSource) Read(dst []int16) (int, error) {
+	if s.pos+len(dst) > len(s.s) {
+		return 0, hw.ErrClosed
+	}
+	copy(dst, s.s[s.pos:])
+	s.pos += len(dst)
+	s.clk.Advance(time.Duration(len(dst)) * time.Second / NearRate)
+	return len(dst), nil
+}

@@ -1,0 +1,75 @@
+package duplex
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/room"
+)
+
+// RunVAD on the simulator's speech in pink noise at 5 dB: the spectral
+// detector finds more speech than the energy detector (the baseline, in
+// the same run) with few false positives, the pre-roll keeps first
+// syllables, and every count adds up.
+func TestRunVADComparesDetectors(t *testing.T) {
+	near := Synthetic(1500*time.Millisecond, 2)
+	run := func(det string) VADResult {
+		r, err := RunVAD(VADScene{Near: near, Trials: 3, Noise: room.NoisePink, SNRDB: 5, Seed: 1, VAD: capture.VADConfig{Detector: det}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%s: P %.2f R %.2f FP %.3f; P56 R %.2f; raw onsets %v, pump onsets %v, clipped %d/%d, false %d", det,
+			r.Frames.Precision(), r.Frames.Recall(), r.Frames.FPR(), r.FramesActive.Recall(), r.RawOnsets, r.Onsets, r.Clipped, r.Phrases, r.FalseStarts)
+		if r.Phrases != 3 {
+			t.Errorf("%s: %d phrases", det, r.Phrases)
+		}
+		c := r.Frames
+		if n := c.TP + c.FP + c.FN + c.TN; n != r.FramesActive.TP+r.FramesActive.FP+r.FramesActive.FN+r.FramesActive.TN || n == 0 {
+			t.Errorf("%s: frame counts %+v vs %+v", det, c, r.FramesActive)
+		}
+		return r
+	}
+	e, s := run("energy"), run("spectral")
+	if s.Frames.Recall() <= e.Frames.Recall() {
+		t.Errorf("spectral recall %.2f not above energy's %.2f at 5 dB", s.Frames.Recall(), e.Frames.Recall())
+	}
+	if s.Frames.Recall() < 0.7 || s.Frames.FPR() > 0.05 || s.FalseStarts > 0 || s.Clipped > 0 || len(s.Onsets) != 3 {
+		t.Errorf("spectral at 5 dB: recall %.2f, false positives %.3f, %d false starts, %d clipped, %d onsets",
+			s.Frames.Recall(), s.Frames.FPR(), s.FalseStarts, s.Clipped, len(s.Onsets))
+	}
+	for _, o := range s.RawOnsets {
+		if o < 20*time.Millisecond {
+			t.Errorf("raw onset %v below one frame", o)
+		}
+	}
+}
+
+func TestRunVADErrors(t *testing.T) {
+	if _, err := RunVAD(VADScene{}); !errors.Is(err, ErrScenario) {
+		t.Errorf("no near end: %v", err)
+	}
+	if _, err := RunVAD(VADScene{Near: make([]int16, 8000), Noise: "rain", SNRDB: 5}); err == nil {
+		t.Error("unknown noise accepted")
+	}
+	if _, err := RunVAD(VADScene{Near: make([]int16, 8000), VAD: capture.VADConfig{Detector: "neural"}}); err == nil {
+		t.Error("unknown detector accepted")
+	}
+}
+
+func TestLabelsActive(t *testing.T) {
+	s := make([]int16, 16000)
+	for i := 4000; i < 12000; i++ {
+		a := 8000.0
+		if i >= 8000 {
+			a = 450 // 25 dB down: in Labels, not in LabelsActive
+		}
+		s[i] = int16(a * math.Sin(float64(i)))
+	}
+	l, a := Labels(s), LabelsActive(s)
+	if !l[15] || !a[15] || !l[30] || a[30] || l[45] || a[45] || a[5] {
+		t.Errorf("labels %v/%v, %v/%v, %v/%v", l[15], a[15], l[30], a[30], l[45], a[45])
+	}
+}

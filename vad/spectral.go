@@ -1,0 +1,247 @@
+package vad
+
+import "math"
+
+// The spectral detector: a statistical-model VAD in the manner of
+// Sohn, Kim & Sung ("A statistical model-based voice activity detection",
+// IEEE SPL 6(1), 1999), pure Go:
+//
+//   - STFT: 20 ms Hann window, 10 ms hop, 512-point FFT at 16 kHz (31.25 Hz
+//     bins); bins from 94 Hz to 7.75 kHz are used; the window's mean is
+//     removed first (DC never counts).
+//   - Noise power per bin tracked by MCRA (Cohen & Berdugo, "Noise
+//     estimation by minima controlled recursive averaging", IEEE SPL 9(1),
+//     2002): a time- and frequency-smoothed periodogram, its minimum over a
+//     sliding window of 1–2 s, a per-bin speech-presence probability from
+//     the ratio of the two, and a recursive average of the periodogram
+//     that stops where speech is present. The estimate does not depend on
+//     the detector's own decisions, so a wrong decision does not corrupt
+//     it; it follows a louder or quieter background within about 2 s.
+//   - A-priori SNR per bin by the decision-directed rule (Ephraim & Malah
+//     1984, α = 0.98) with a Wiener gain for the previous frame's speech
+//     estimate; per-bin Gaussian log likelihood ratio
+//     γξ/(1+ξ) − ln(1+ξ), averaged over the bins (the geometric mean of
+//     the likelihood ratios).
+//   - Hangover by Sohn's two-state hidden Markov model: the speech
+//     probability of the previous hop, propagated through the transition
+//     probabilities, is the prior of the next; a hop is speech when the
+//     posterior exceeds 1/2 (the Bayes decision for equal costs). A frame
+//     of the pump (10–60 ms) is speech when any of its hops is.
+//
+// The noise estimate is floored at white noise of MinFloorDBFS, so digital
+// silence followed by a faint sound is not speech.
+const (
+	specHop  = 160 // 10 ms at 16 kHz
+	specWin  = 320 // 20 ms
+	specFFT  = 512
+	specLo   = 3   // 93.75 Hz
+	specHi   = 248 // 7.75 kHz
+	specBins = specHi - specLo + 1
+
+	mcraAlphaS  = 0.8  // periodogram smoothing in time
+	mcraAlphaP  = 0.2  // speech-presence probability smoothing
+	mcraAlphaD  = 0.95 // noise averaging (200 ms time constant at 10 ms hops)
+	mcraDelta   = 5.0  // smoothed power over its minimum above this: speech present
+	mcraWindow  = 100  // hops per minimum sub-window (the minimum spans 1–2 s)
+	mcraInit    = 20   // hops of plain averaging at start (200 ms)
+	ddAlpha     = 0.98 // decision-directed smoothing
+	xiMin       = 0.003
+	gammaMax    = 1000 // a posteriori SNR cap (30 dB): one bin cannot decide alone
+	logitBound  = 30
+	hmmA01      = 0.05 // P(silence → speech) per hop; stationary P(speech) = a01/(a01+a10) = 1/3 < 1/2
+	hmmA10      = 0.1  // P(speech → silence) per hop
+	specDefMinF = -70.0
+)
+
+// SpectralConfig tunes KindSpectral.
+type SpectralConfig struct {
+	// MinFloorDBFS: the noise estimate is never below white noise at this
+	// level (default -70, as the energy detector's floor).
+	MinFloorDBFS float64
+}
+
+// Spectral is the statistical-model detector (KindSpectral). It takes any
+// frame length (hops of 10 ms are buffered across calls) and allocates
+// nothing after NewSpectral.
+type Spectral struct {
+	fft     *fft
+	win     []float64 // Hann window, specWin
+	hist    []float64 // the last specWin samples
+	pending int       // samples of the current hop already in hist's tail
+	re, im  []float64
+
+	pow, s, smin, stmp, pres, lambda, prevA []float64 // per bin (with one guard bin each side for pow)
+	minCount                                int
+	hops                                    int
+	floor                                   float64
+	adapt                                   bool
+
+	seen int // samples seen, up to specWin
+
+	logit float64 // HMM log odds of speech after the last hop
+	llr   float64 // mean log likelihood ratio of the last hop
+	last  bool    // decision of the last completed hop
+}
+
+// NewSpectral returns a spectral detector.
+func NewSpectral(c SpectralConfig) *Spectral {
+	if c.MinFloorDBFS == 0 {
+		c.MinFloorDBFS = specDefMinF
+	}
+	d := &Spectral{
+		fft:  newFFT(specFFT),
+		win:  make([]float64, specWin),
+		hist: make([]float64, specWin),
+		re:   make([]float64, specFFT), im: make([]float64, specFFT),
+		pow: make([]float64, specBins+2),
+		s:   make([]float64, specBins), smin: make([]float64, specBins), stmp: make([]float64, specBins),
+		pres: make([]float64, specBins), lambda: make([]float64, specBins), prevA: make([]float64, specBins),
+		adapt: true,
+	}
+	var w2 float64
+	for i := range d.win {
+		d.win[i] = 0.5 - 0.5*math.Cos(2*math.Pi*(float64(i)+0.5)/specWin)
+		w2 += d.win[i] * d.win[i]
+	}
+	sigma := 32768 * math.Pow(10, c.MinFloorDBFS/20)
+	d.floor = sigma * sigma * w2
+	d.logit = math.Log(hmmA01 / hmmA10) // the chain's stationary odds
+	return d
+}
+
+// Kind implements Detector.
+func (d *Spectral) Kind() string { return KindSpectral }
+
+// Close implements Detector.
+func (d *Spectral) Close() error { return nil }
+
+// SetAdapt implements Adapter: with false the noise estimate is held (the
+// frames still get decisions).
+func (d *Spectral) SetAdapt(on bool) { d.adapt = on }
+
+// Probability returns the speech probability after the last 10 ms hop.
+func (d *Spectral) Probability() float64 { return 1 / (1 + math.Exp(-d.logit)) }
+
+// LLR returns the mean log likelihood ratio of the last hop (0 before the
+// first).
+func (d *Spectral) LLR() float64 { return d.llr }
+
+// Speech implements Detector: true when any 10 ms hop completed by frame
+// was speech (for a frame shorter than a hop that completes none, the last
+// hop's decision). active is not used: the hangover is the model's.
+func (d *Spectral) Speech(frame []int16, _ bool) bool {
+	if len(frame) == 0 {
+		return false
+	}
+	any, done := false, false
+	for len(frame) > 0 {
+		n := min(specHop-d.pending, len(frame))
+		copy(d.hist, d.hist[n:])
+		tail := d.hist[specWin-n:]
+		for i, v := range frame[:n] {
+			tail[i] = float64(v)
+		}
+		frame = frame[n:]
+		d.pending += n
+		d.seen = min(d.seen+n, specWin)
+		if d.pending == specHop && d.seen < specWin {
+			d.pending = 0 // the window is not full yet: no analysis
+		}
+		if d.pending == specHop {
+			d.pending = 0
+			d.hop()
+			done = true
+			any = any || d.last
+		}
+	}
+	if !done {
+		return d.last
+	}
+	return any
+}
+
+// hop analyses the last specWin samples.
+func (d *Spectral) hop() {
+	var mean float64
+	for _, v := range d.hist {
+		mean += v
+	}
+	mean /= specWin
+	for i, v := range d.hist {
+		d.re[i] = (v - mean) * d.win[i]
+	}
+	clear(d.re[specWin:])
+	clear(d.im)
+	d.fft.transform(d.re, d.im)
+	for j := range d.pow {
+		k := specLo - 1 + j
+		d.pow[j] = d.re[k]*d.re[k] + d.im[k]*d.im[k]
+	}
+	pow := d.pow[1 : specBins+1]
+
+	if d.hops == 0 {
+		for j, p := range pow {
+			sf := 0.25*d.pow[j] + 0.5*p + 0.25*d.pow[j+2]
+			d.s[j], d.smin[j], d.stmp[j] = sf, sf, sf
+			d.lambda[j] = max(p, d.floor)
+		}
+	}
+
+	// Likelihood ratio against the noise estimate of the previous hops.
+	var sum float64
+	for j, p := range pow {
+		lam := d.lambda[j]
+		gamma := min(p/lam, gammaMax)
+		xi := ddAlpha*d.prevA[j]/lam + (1-ddAlpha)*max(gamma-1, 0)
+		xi = max(xi, xiMin)
+		r := xi / (1 + xi)
+		sum += gamma*r - math.Log1p(xi)
+		d.prevA[j] = r * r * p
+	}
+	d.llr = sum / specBins
+	if d.hops < mcraInit {
+		d.llr = 0 // still learning the noise: no evidence either way
+	}
+
+	// Two-state HMM: prior from the last posterior, posterior log odds.
+	post := 1 / (1 + math.Exp(-d.logit))
+	prior := hmmA01*(1-post) + (1-hmmA10)*post
+	d.logit = math.Log(prior/(1-prior)) + d.llr
+	d.logit = min(max(d.logit, -logitBound), logitBound)
+	d.last = d.logit > 0
+
+	if d.adapt {
+		d.track(pow)
+	}
+	d.hops++
+}
+
+// track updates the MCRA noise estimate with this hop's periodogram.
+func (d *Spectral) track(pow []float64) {
+	d.minCount++
+	reset := d.minCount >= mcraWindow
+	if reset {
+		d.minCount = 0
+	}
+	for j, p := range pow {
+		sf := 0.25*d.pow[j] + 0.5*p + 0.25*d.pow[j+2]
+		s := mcraAlphaS*d.s[j] + (1-mcraAlphaS)*sf
+		d.s[j] = s
+		d.smin[j] = min(d.smin[j], s)
+		d.stmp[j] = min(d.stmp[j], s)
+		if reset {
+			d.smin[j] = min(d.stmp[j], s)
+			d.stmp[j] = s
+		}
+		ind := 0.0
+		if s > mcraDelta*d.smin[j] {
+			ind = 1
+		}
+		d.pres[j] = mcraAlphaP*d.pres[j] + (1-mcraAlphaP)*ind
+		a := mcraAlphaD + (1-mcraAlphaD)*d.pres[j]
+		if d.hops < mcraInit {
+			a = float64(d.hops) / float64(d.hops+1) // plain mean of the first hops
+		}
+		d.lambda[j] = max(a*d.lambda[j]+(1-a)*p, d.floor)
+	}
+}
