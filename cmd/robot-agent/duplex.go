@@ -23,6 +23,8 @@ import (
 //	  suppression: moderate   # webrtc residual echo suppression: low | moderate | high
 //	  noise_suppression: false
 //	  double_talk_db: 12      # onset guard: reads with more echo removed hold no user speech
+//	  guard_margin_db: 0      # > 0: ... or more than the canceller's typical reduction minus this (one-clock sound cards)
+//	  webrtc_delay: agnostic  # agnostic (WebRTC's delay-agnostic mode on top of the estimator) | estimator
 //	  max_delay_ms: 400       # delay estimator search range beyond device latencies
 //	  sim_echo: moderate      # --sim only: echo path between the simulated speaker and mic (moderate | none)
 //	  sim_room: {}            # --sim only: room.Config fields overriding the moderate room
@@ -35,6 +37,8 @@ type duplexConfig struct {
 	Suppression      string      `yaml:"suppression"`
 	NoiseSuppression bool        `yaml:"noise_suppression"`
 	DoubleTalkDB     float64     `yaml:"double_talk_db"`
+	GuardMarginDB    float64     `yaml:"guard_margin_db"`
+	WebRTCDelay      string      `yaml:"webrtc_delay"`
 	MaxDelayMS       int         `yaml:"max_delay_ms"`
 	SimEcho          string      `yaml:"sim_echo"`
 	SimRoom          room.Config `yaml:"sim_room"`
@@ -42,6 +46,7 @@ type duplexConfig struct {
 
 func defaultDuplex() duplexConfig {
 	return duplexConfig{AEC: aecAuto, Suppression: aec.DefaultSuppression, DoubleTalkDB: aec.DefaultDoubleTalkDB,
+		GuardMarginDB: aec.DefaultGuardMarginDB, WebRTCDelay: aec.DefaultDelay,
 		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate()}
 }
 
@@ -55,7 +60,7 @@ func loadDuplex(cfg config.Config, getenv func(string) string) (duplexConfig, er
 		if n.Kind != yaml.MappingNode {
 			return c, fmt.Errorf("%w: line %d: want a mapping", errDuplex, n.Line)
 		}
-		known := []string{"aec", "suppression", "noise_suppression", "double_talk_db", "max_delay_ms", "sim_echo", "sim_room"}
+		known := []string{"aec", "suppression", "noise_suppression", "double_talk_db", "guard_margin_db", "webrtc_delay", "max_delay_ms", "sim_echo", "sim_room"}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if k := n.Content[i]; !slices.Contains(known, k.Value) {
 				return c, fmt.Errorf("%w: line %d: unknown key %q", errDuplex, k.Line, k.Value)
@@ -74,6 +79,12 @@ func loadDuplex(cfg config.Config, getenv func(string) string) (duplexConfig, er
 	}
 	if err := (aec.Options{Kind: aec.KindNone, Suppression: c.Suppression}).Validate(); err != nil {
 		errs = append(errs, fmt.Sprintf("duplex.suppression %q is not low, moderate or high", c.Suppression))
+	}
+	if c.WebRTCDelay != aec.DelayModeEstimator && c.WebRTCDelay != aec.DelayModeAgnostic {
+		errs = append(errs, fmt.Sprintf("duplex.webrtc_delay %q is not %s or %s", c.WebRTCDelay, aec.DelayModeEstimator, aec.DelayModeAgnostic))
+	}
+	if c.GuardMarginDB < 0 || c.GuardMarginDB > 60 {
+		errs = append(errs, fmt.Sprintf("duplex.guard_margin_db %v out of range 0..60 (0: fixed double_talk_db)", c.GuardMarginDB))
 	}
 	if c.DoubleTalkDB < 0 || c.DoubleTalkDB > 60 {
 		errs = append(errs, fmt.Sprintf("duplex.double_talk_db %v out of range 0..60", c.DoubleTalkDB))
@@ -148,7 +159,7 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	if f := a.speaker.Format(); f.Channels != 1 {
 		return nil, fmt.Errorf("duplex: echo canceller needs a mono speaker stream, have %v", f)
 	}
-	c, err := aec.New(aec.Options{Kind: kind, Suppression: d.Suppression, NoiseSuppression: d.NoiseSuppression})
+	c, err := aec.New(aec.Options{Kind: kind, Suppression: d.Suppression, NoiseSuppression: d.NoiseSuppression, Delay: d.WebRTCDelay})
 	if err != nil {
 		return nil, fmt.Errorf("duplex.aec %q: %w", kind, err)
 	}
@@ -159,7 +170,7 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	}
 	a.closers = append(a.closers, c.Close)
 	a.speaker = aec.NewTap(a.speaker, ref, a.clk)
-	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB})
+	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB})
 	a.mic = src
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
 		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression)
