@@ -51,7 +51,7 @@ run() { echo; echo "\$ robot-agent duplex-bench $*"; bin/robot-agent-bench duple
 		# (the default against the previous default and speex).
 		v="$base,webrtc$prev"
 		v=${v#,}
-		for a in "--rt60 0.1" "--rt60 0.8" "--delay-ms 250" "--echo-gain-db -10" "--echo-gain-db 10" "--seed 2"; do
+		for a in "--rt60 0.1" "--rt60 0.8" "--delay-ms 20" "--delay-ms 250" "--echo-gain-db -10" "--echo-gain-db 10" "--seed 2"; do
 			# shellcheck disable=SC2086
 			run --replies 10 $a --aec "$v"
 		done
