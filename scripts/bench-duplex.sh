@@ -44,6 +44,9 @@ run() { echo; echo "\$ robot-agent duplex-bench $*"; bin/robot-agent-bench duple
 	run --replies "$n" --barge-in --ser-db -10 --aec "$best$prev"
 	run --replies "$n" --barge-in --ser-db -10 --drift-ppm 0 --aec "$best"
 	run --replies "$n" --barge-in --ser-db -10 --drift-ppm 0 --guard-margin-db 10 --aec "$best"
+	if [[ -n "$webrtc" ]]; then
+		run --replies 20 --barge-in --ser-db -10 --aec webrtc,webrtc:estimator,webrtc:high,webrtc:low,webrtc:dt-low,webrtc:short:low:m16
+	fi
 	# Double talk at SER 0 dB: near-end correlation.
 	run --replies 20 --barge-in --ser-db 0 --aec "$aecs$prev${webrtc:+,webrtc:low}"
 	if [[ "${VARIED:-1}" != 0 && -n "$webrtc" ]]; then
@@ -59,7 +62,9 @@ run() { echo; echo "\$ robot-agent duplex-bench $*"; bin/robot-agent-bench duple
 		espeak-ng -v en-gb-scotland+m3 -s 170 -w out/voices/near-scot.wav "Wait, hold on, not that one."
 		espeak-ng -v en+f4 -s 140 -w out/voices/near-f4.wav "Hey robot, please stop talking now."
 		run --replies 30 --far out/voices/far-us.wav --near out/voices/near-scot.wav --barge-in --ser-db -10 --aec "webrtc$prev"
+		run --replies 30 --far out/voices/far-us.wav --near out/voices/near-scot.wav --barge-in --ser-db -10 --drift-ppm 0 --guard-margin-db 10 --aec webrtc
 		run --replies 30 --far out/voices/far-us.wav --near out/voices/near-f4.wav --barge-in --ser-db -10 --rt60 0.8 --seed 2 --aec "webrtc$prev"
+		run --replies 30 --far out/voices/far-us.wav --near out/voices/near-f4.wav --barge-in --ser-db -10 --rt60 0.8 --seed 2 --drift-ppm 0 --guard-margin-db 10 --aec webrtc
 		run --replies 30 --echo-gain-db 10 --noise motor --snr-db 10 --seed 6 --aec webrtc
 	fi
 	if [[ "${VAD:-1}" != 0 ]]; then
