@@ -31,6 +31,7 @@ package aec
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Rate and FrameSamples: the cancellers work on 10 ms frames at 16 kHz.
@@ -86,7 +87,29 @@ type Options struct {
 	// removes more residual echo and more of the user's voice in
 	// double-talk.
 	Suppression string `yaml:"suppression"`
+	// Delay is how WebRTC's canceller finds the echo in its filter:
+	// DelayModeEstimator ("estimator": Source's delay estimator takes the delay
+	// out and the APM trusts it) or DelayModeAgnostic ("agnostic": the APM's
+	// own delay-agnostic mode on top). Default DefaultDelay.
+	Delay string `yaml:"delay"`
+	// DoubleTalkSuppression, if set, is the WebRTC suppression level used
+	// while Source finds the user talking over the robot (reads whose echo
+	// was reduced less than the guard threshold while the far end plays);
+	// "" keeps Suppression throughout.
+	DoubleTalkSuppression string `yaml:"double_talk_suppression"`
+	// ShortFilter turns WebRTC's extended filter (128 ms) off (48 ms);
+	// for measurements.
+	ShortFilter bool `yaml:"short_filter"`
 }
+
+// WebRTC delay modes.
+const (
+	DelayModeEstimator = "estimator"
+	DelayModeAgnostic  = "agnostic"
+)
+
+// DefaultDelay is the measured default (docs/audio.md).
+const DefaultDelay = DelayModeAgnostic
 
 // Suppression levels.
 var suppressionLevels = []string{"low", "moderate", "high"}
@@ -113,6 +136,9 @@ func (o Options) withDefaults() Options {
 	if o.Suppression == "" {
 		o.Suppression = DefaultSuppression
 	}
+	if o.Delay == "" {
+		o.Delay = DefaultDelay
+	}
 	return o
 }
 
@@ -124,8 +150,14 @@ func (o Options) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("%w: kind %q is not one of %v", ErrConfig, o.Kind, Kinds))
 	}
-	if o.Suppression != "" && suppressionLevel(o.Suppression) == 1 && o.Suppression != "moderate" {
+	if o.Suppression != "" && !slices.Contains(suppressionLevels, o.Suppression) {
 		errs = append(errs, fmt.Errorf("%w: suppression %q is not one of %v", ErrConfig, o.Suppression, suppressionLevels))
+	}
+	if o.DoubleTalkSuppression != "" && !slices.Contains(suppressionLevels, o.DoubleTalkSuppression) {
+		errs = append(errs, fmt.Errorf("%w: double_talk_suppression %q is not one of %v", ErrConfig, o.DoubleTalkSuppression, suppressionLevels))
+	}
+	if o.Delay != "" && o.Delay != DelayModeEstimator && o.Delay != DelayModeAgnostic {
+		errs = append(errs, fmt.Errorf("%w: delay %q is not %s or %s", ErrConfig, o.Delay, DelayModeEstimator, DelayModeAgnostic))
 	}
 	if o.TailMS < 0 || o.TailMS > 1000 {
 		errs = append(errs, fmt.Errorf("%w: tail_ms %d out of range 0..1000", ErrConfig, o.TailMS))
@@ -170,6 +202,20 @@ func Best() string {
 		return KindSpeex
 	}
 	return KindNone
+}
+
+// leader is implemented by cancellers whose filter needs the far end
+// handed in earlier than the echo by more than Source's default margin.
+type leader interface {
+	// LeadMS is how much earlier than its echo the far end should reach
+	// the canceller.
+	LeadMS() int
+}
+
+// doubleTalker is implemented by cancellers that change their residual
+// echo suppression while the user talks over the far end.
+type doubleTalker interface {
+	DoubleTalk(on bool)
 }
 
 type passthrough struct{}

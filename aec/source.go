@@ -16,7 +16,8 @@ type SourceConfig struct {
 	MaxDelayMS int
 	// MarginMS is how much earlier than the estimated delay the far end is
 	// handed to the canceller, so that the echo falls inside its filter
-	// even if the delay shrinks a little (default 8).
+	// even if the delay shrinks a little (default: what the canceller
+	// needs, WebRTC 48 ms, speex 8 ms).
 	MarginMS int
 	// FixedDelayMS > 0 disables the estimator and uses this delay.
 	FixedDelayMS int
@@ -25,7 +26,35 @@ type SourceConfig struct {
 	// residual echo and no near-end speech, and EchoDominated reports true
 	// for it (default DefaultDoubleTalkDB; negative: never).
 	DoubleTalkDB float64
+	// GuardMarginDB > 0: the double-talk threshold follows the canceller's
+	// measured echo reduction while the far end plays (a running median in
+	// dB) minus this margin, never below DoubleTalkDB; a read whose echo was
+	// reduced less than that holds something the canceller cannot remove
+	// (the user). 0 (default, DefaultGuardMarginDB) or negative: the fixed
+	// DoubleTalkDB threshold. Measured (docs/benchmarks.md): with speaker
+	// and mic on one clock 10 dB catches every barge-in at SER -10 dB
+	// where the fixed threshold catches half; with 100 ppm of drift
+	// between them the canceller's residual varies too much and it lets
+	// the robot interrupt itself.
+	GuardMarginDB float64
 }
+
+// DefaultGuardMarginDB is the measured default (docs/audio.md): off.
+const DefaultGuardMarginDB = 0.0
+
+// defaultMarginMS is the far end's lead for cancellers without their own.
+const defaultMarginMS = 8
+
+// The estimated delay moves the far end only when the echo would come
+// closer to the filter's first tap than the margin minus shrinkTol, or
+// later than the margin plus growTol (wasting the filter's tail): every
+// move makes the canceller re-adapt (measured: about 2 s of poorer
+// cancellation), and clock drift moves the delay steadily. Until the delay
+// exceeds margin + growTol the far end is not moved at all.
+const (
+	shrinkTolMS = 4
+	growTolMS   = 40
+)
 
 // DefaultDoubleTalkDB is the measured default (docs/audio.md).
 const DefaultDoubleTalkDB = 12.0
@@ -71,8 +100,14 @@ type Source struct {
 	farHang          int     // samples the far end still counts as playing (echo tail, suppressor release)
 	farSince         int     // samples since the far end started playing after a pause
 	erl              float64 // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
-	echoReads        int     // reads the canceller has shown to be converged on (up to convergedReads)
-	dtRatio          float64 // linear energy ratio of DoubleTalkDB
+	erleDB           float64 // running median of the echo reduction (dB) on reads with the far end playing
+	haveMedian       bool
+	dt               doubleTalker // the canceller, if it adapts to double talk
+	dtOn             bool
+	dtRun, echoRun   int           // consecutive reads with / without the user over the far end
+	guardRatio       atomic.Uint64 // math.Float64bits of the current double-talk threshold (linear energy ratio)
+	echoReads        int           // reads the canceller has shown to be converged on (up to convergedReads)
+	dtRatio          float64       // linear energy ratio of DoubleTalkDB
 	delaySamples     atomic.Int64
 }
 
@@ -82,7 +117,10 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 		cfg.MaxDelayMS = 400
 	}
 	if cfg.MarginMS == 0 {
-		cfg.MarginMS = 8
+		cfg.MarginMS = defaultMarginMS
+		if l, ok := c.(leader); ok {
+			cfg.MarginMS = l.LeadMS()
+		}
 	}
 	if cfg.DoubleTalkDB == 0 {
 		cfg.DoubleTalkDB = DefaultDoubleTalkDB
@@ -93,6 +131,7 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 		s.lat = l
 	}
 	s.dtRatio = math.Pow(10, cfg.DoubleTalkDB/10)
+	s.dt, _ = c.(doubleTalker)
 	if cfg.FixedDelayMS > 0 {
 		s.bulk = max(0, (cfg.FixedDelayMS-cfg.MarginMS)*Rate/1000)
 	} else {
@@ -154,7 +193,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 			if d, ok := s.est.Delay(); ok {
 				s.delaySamples.Store(int64(d))
 				want := max(0, d-s.cfg.MarginMS*Rate/1000)
-				if abs(want-s.bulk) > s.cfg.MarginMS*Rate/2000 {
+				if want < s.bulk-shrinkTolMS*Rate/1000 || want > s.bulk+growTolMS*Rate/1000 {
 					s.bulk = want
 					s.shifts.Add(1)
 					s.c.Reset()
@@ -181,7 +220,38 @@ func (s *Source) Read(dst []int16) (int, error) {
 	} else {
 		s.farHang = max(s.farHang-n, 0)
 	}
-	echo := s.farHang > 0 && eMic > s.dtRatio*eOut
+	// The double-talk threshold: DoubleTalkDB, or the canceller's typical
+	// echo reduction while the far end plays minus GuardMarginDB when that
+	// is higher (a canceller that removes 35 dB of echo leaves a user 10 dB
+	// below the echo, even partly suppressed, well short of that). Typical
+	// is the running median of the per-read reduction over every read with
+	// the far end playing: the user's speech, a minority of them, moves a
+	// median little (and downwards: more guarding, not less), and a
+	// suppressor's digital silence does not drag it up as it would a mean.
+	farNow := eFar > farActive*farActive*float64(n)
+	if farNow && s.echoReads >= convergedReads {
+		r := maxReductionDB
+		if eOut > 0 {
+			r = min(10*math.Log10(eMic/eOut), maxReductionDB)
+		}
+		switch {
+		case !s.haveMedian:
+			s.erleDB, s.haveMedian = r, true
+		case r > s.erleDB:
+			s.erleDB += medianStepDB
+		case r < s.erleDB:
+			s.erleDB -= medianStepDB
+		}
+	}
+	thr := s.dtRatio
+	if s.cfg.GuardMarginDB > 0 && s.haveMedian {
+		thr = max(thr, math.Pow(10, (s.erleDB-s.cfg.GuardMarginDB)/10))
+	}
+	s.guardRatio.Store(math.Float64bits(thr))
+	echo := s.farHang > 0 && eMic > thr*eOut
+	if s.dt != nil {
+		s.doubleTalk(farNow && !echo && s.echoReads >= convergedReads, echo)
+	}
 	if echo && s.echoReads < convergedReads {
 		s.echoReads++
 	}
@@ -206,6 +276,50 @@ func (s *Source) Read(dst []int16) (int, error) {
 	}
 	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && echo)
 	return n, nil
+}
+
+// Double talk for cancellers that adapt to it (doubleTalker): on after
+// dtOnReads reads of the far end playing with less echo reduction than the
+// guard threshold, off after dtOffReads echo-dominated reads.
+const (
+	dtOnReads  = 2
+	dtOffReads = 25
+)
+
+func (s *Source) doubleTalk(user, echo bool) {
+	switch {
+	case user:
+		s.dtRun++
+		s.echoRun = 0
+	case echo:
+		s.echoRun++
+		s.dtRun = 0
+	}
+	if !s.dtOn && s.dtRun >= dtOnReads {
+		s.dtOn = true
+		s.dt.DoubleTalk(true)
+	} else if s.dtOn && s.echoRun >= dtOffReads {
+		s.dtOn = false
+		s.dt.DoubleTalk(false)
+	}
+}
+
+// maxReductionDB caps one read's echo reduction (a suppressor may output
+// digital silence); medianStepDB is the running median's step per read
+// (10 dB per second of 20 ms reads).
+const (
+	maxReductionDB = 60.0
+	medianStepDB   = 0.2
+)
+
+// GuardDB is the current double-talk threshold in dB (see
+// SourceConfig.GuardMarginDB). Any goroutine.
+func (s *Source) GuardDB() float64 {
+	r := math.Float64frombits(s.guardRatio.Load())
+	if r <= 0 {
+		return s.cfg.DoubleTalkDB
+	}
+	return 10 * math.Log10(r)
 }
 
 // EchoDominated reports whether the last Read held only residual echo: the

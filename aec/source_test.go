@@ -1,6 +1,7 @@
 package aec
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -84,5 +85,139 @@ func TestReferenceAlignsOnPlayTime(t *testing.T) {
 		if v := got[80]; (tc.want == 0) != (v == 0) || tc.want != 0 && (v < 900 || v > 1100) {
 			t.Errorf("at %v: sample %d, want about %d", tc.at, v, tc.want)
 		}
+	}
+}
+
+// scaler is a fake canceller that multiplies the mic by gain: an echo
+// reduction of -20·log10(gain) dB.
+type scaler struct {
+	gain float64
+	lead int
+}
+
+func (s *scaler) Kind() string { return "scaler" }
+func (s *scaler) Process(out, near, _ []int16) {
+	for i, v := range near {
+		out[i] = int16(float64(v) * s.gain)
+	}
+}
+func (s *scaler) Reset()       {}
+func (s *scaler) Close() error { return nil }
+
+type leadScaler struct{ scaler }
+
+func (s *leadScaler) LeadMS() int { return s.lead }
+
+func TestSourceTakesTheCancellersLead(t *testing.T) {
+	for _, tc := range []struct {
+		c        Canceller
+		margin   int
+		wantBulk int // ms
+	}{
+		{&scaler{gain: 1}, 0, 50 - defaultMarginMS},
+		{&leadScaler{scaler{gain: 1, lead: 30}}, 0, 20},
+		{&leadScaler{scaler{gain: 1, lead: 30}}, 10, 40}, // an explicit margin wins
+	} {
+		clk := clock.NewFake()
+		ref, _ := NewReference(clk, Rate)
+		s := NewSource(fakeMic{clk}, ref, tc.c, clk, SourceConfig{FixedDelayMS: 50, MarginMS: tc.margin})
+		if got := s.bulk * 1000 / Rate; got != tc.wantBulk {
+			t.Errorf("%T margin %d: far end shifted by %d ms, want %d", tc.c, tc.margin, got, tc.wantBulk)
+		}
+	}
+}
+
+// The onset guard's threshold follows the canceller's typical echo
+// reduction: with 30 dB removed on echo-only reads, a read where only
+// 15 dB were removed holds something else (the user) even though 15 dB is
+// above the fixed double_talk_db; with a fixed threshold it counts as echo.
+func TestGuardFollowsTheCancellersReduction(t *testing.T) {
+	for _, tc := range []struct {
+		margin   float64
+		wantEcho bool
+	}{{10, false}, {0, true}} {
+		clk := clock.NewFake()
+		ref, _ := NewReference(clk, 24000)
+		c := &scaler{gain: math.Pow(10, -30.0/20)}
+		tap := NewTap(nullSpk{}, ref, clk)
+		s := NewSource(fakeMic{clk}, ref, c, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: tc.margin})
+		blk, frame := make([]int16, 480), make([]int16, 320)
+		for i := range blk {
+			blk[i] = int16(i * 13)
+		}
+		step := func() {
+			tap.Write(blk)
+			s.Read(frame)
+		}
+		for i := range 600 {
+			// One read in five of double talk (10 dB removed) must not
+			// drag the threshold down much.
+			c.gain = math.Pow(10, -30.0/20)
+			if i%5 == 4 {
+				c.gain = math.Pow(10, -10.0/20)
+			}
+			step()
+		}
+		c.gain = math.Pow(10, -30.0/20)
+		step()
+		if !s.EchoDominated() {
+			t.Fatalf("margin %v: a read with 30 dB removed is not echo-dominated (guard %.1f dB)", tc.margin, s.GuardDB())
+		}
+		c.gain = math.Pow(10, -15.0/20)
+		step()
+		if s.EchoDominated() != tc.wantEcho {
+			t.Errorf("margin %v: read with 15 dB removed: echo-dominated %v, want %v (guard %.1f dB)", tc.margin, s.EchoDominated(), tc.wantEcho, s.GuardDB())
+		}
+		if g := s.GuardDB(); tc.margin > 0 && (g < 17 || g > 21) {
+			t.Errorf("guard threshold %.1f dB, want about 30 - %v", g, tc.margin)
+		}
+	}
+}
+
+type dtScaler struct {
+	scaler
+	calls []bool
+}
+
+func (s *dtScaler) DoubleTalk(on bool) { s.calls = append(s.calls, on) }
+
+// A canceller that adapts to double talk hears of it after two reads of
+// the user over the far end, and of its end after half a second of echo.
+func TestSourceSignalsDoubleTalk(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	c := &dtScaler{scaler: scaler{gain: math.Pow(10, -30.0/20)}}
+	tap := NewTap(nullSpk{}, ref, clk)
+	s := NewSource(fakeMic{clk}, ref, c, clk, SourceConfig{FixedDelayMS: 20})
+	blk, frame := make([]int16, 480), make([]int16, 320)
+	for i := range blk {
+		blk[i] = int16(i * 13)
+	}
+	reads := func(n int, reductionDB float64) {
+		c.gain = math.Pow(10, -reductionDB/20)
+		for range n {
+			tap.Write(blk)
+			s.Read(frame)
+		}
+	}
+	reads(300, 30)
+	if len(c.calls) != 0 {
+		t.Fatalf("double talk signalled on echo only: %v", c.calls)
+	}
+	reads(1, 5)
+	if len(c.calls) != 0 {
+		t.Fatalf("one read of double talk switched: %v", c.calls)
+	}
+	reads(1, 5)
+	if len(c.calls) != 1 || !c.calls[0] {
+		t.Fatalf("after two reads of double talk: %v, want [true]", c.calls)
+	}
+	reads(dtOffReads-1, 30)
+	if len(c.calls) != 1 {
+		t.Fatalf("double talk ended too early: %v", c.calls)
+	}
+	reads(1, 30)
+	if len(c.calls) != 2 || c.calls[1] {
+		t.Fatalf("after %d echo reads: %v, want [true false]", dtOffReads, c.calls)
 	}
 }

@@ -19,10 +19,22 @@ import (
 const webrtcBuiltIn = true
 
 type webrtcAEC struct {
-	a     *C.aec_apm
-	errs  atomic.Int64
-	delay int
+	a        *C.aec_apm
+	errs     atomic.Int64
+	level    C.int // configured suppression
+	dtLevel  C.int // in double talk (-1: unchanged)
+	inDouble bool
 }
+
+// webrtcLeadMS: how much earlier than its echo Source hands the far end to
+// the APM. The legacy AEC's extended filter covers 128 ms, with its far-end
+// read pointer starting some 25 ms behind the newest far-end sample
+// (echo_cancellation.c, ProcessExtended); an echo that arrives earlier than
+// that lies before the first tap. Measured (docs/benchmarks.md): 48 ms
+// converges in the first 2 s (27 dB) on rooms of 20-250 ms delay; the
+// previous 8 ms moved the far end right after the first delay estimate
+// and lost about 2 s re-adapting (9 dB in the first 2 s).
+const webrtcLeadMS = 48
 
 func newWebRTC(o Options) (Canceller, error) {
 	b := func(v bool) C.int {
@@ -31,23 +43,44 @@ func newWebRTC(o Options) (Canceller, error) {
 		}
 		return 0
 	}
-	a := C.aec_apm_new(Rate, b(o.NoiseSuppression), b(o.AGC), C.int(suppressionLevel(o.Suppression)))
+	a := C.aec_apm_new(Rate, b(o.NoiseSuppression), b(o.AGC), C.int(suppressionLevel(o.Suppression)), b(o.Delay == DelayModeAgnostic), b(!o.ShortFilter))
 	if a == nil {
 		return nil, errors.New("aec: webrtc AudioProcessing::Create failed")
 	}
-	return &webrtcAEC{a: a}, nil
+	w := &webrtcAEC{a: a, level: C.int(suppressionLevel(o.Suppression)), dtLevel: -1}
+	if o.DoubleTalkSuppression != "" {
+		w.dtLevel = C.int(suppressionLevel(o.DoubleTalkSuppression))
+	}
+	return w, nil
 }
 
 func (w *webrtcAEC) Kind() string { return KindWebRTC }
 
 func (w *webrtcAEC) Process(out, near, far []int16) {
 	_, _, _ = out[FrameSamples-1], near[FrameSamples-1], far[FrameSamples-1]
-	// The far end is already aligned by Source, so the remaining device
-	// delay is ~0; delay-agnostic mode tracks what is left.
-	if C.aec_apm_process(w.a, (*C.int16_t)(unsafe.Pointer(&out[0])), (*C.int16_t)(unsafe.Pointer(&near[0])), (*C.int16_t)(unsafe.Pointer(&far[0])), C.int(w.delay)) != 0 {
+	// The far end is already aligned by Source (LeadMS before its echo);
+	// the reported delay is 0 (the APM raises it to its 20 ms minimum).
+	if C.aec_apm_process(w.a, (*C.int16_t)(unsafe.Pointer(&out[0])), (*C.int16_t)(unsafe.Pointer(&near[0])), (*C.int16_t)(unsafe.Pointer(&far[0])), 0) != 0 {
 		w.errs.Add(1)
 	}
 }
+
+// DoubleTalk implements doubleTalker: the suppression level follows
+// Options.DoubleTalkSuppression while on.
+func (w *webrtcAEC) DoubleTalk(on bool) {
+	if w.dtLevel < 0 || on == w.inDouble {
+		return
+	}
+	w.inDouble = on
+	if on {
+		C.aec_apm_set_suppression(w.a, w.dtLevel)
+	} else {
+		C.aec_apm_set_suppression(w.a, w.level)
+	}
+}
+
+// LeadMS implements leader.
+func (w *webrtcAEC) LeadMS() int { return webrtcLeadMS }
 
 // Voice reports the APM voice detector's verdict on the last frame.
 func (w *webrtcAEC) Voice() bool { return C.aec_apm_voice(w.a) != 0 }

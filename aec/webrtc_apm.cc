@@ -12,13 +12,16 @@ struct aec_apm {
 	int rate;
 };
 
-extern "C" aec_apm* aec_apm_new(int rate, int ns, int agc, int suppression) {
+extern "C" aec_apm* aec_apm_new(int rate, int ns, int agc, int suppression, int delay_agnostic, int extended) {
 	webrtc::Config cfg;
-	// Extended filter (longer tail) and delay-agnostic mode (the APM
-	// estimates the remaining delay itself), as PulseAudio's
-	// module-echo-cancel and Chromium use them.
-	cfg.Set<webrtc::ExtendedFilter>(new webrtc::ExtendedFilter(true));
-	cfg.Set<webrtc::DelayAgnostic>(new webrtc::DelayAgnostic(true));
+	// Extended filter: 32 partitions of 64 samples (128 ms at 16 kHz)
+	// instead of 12 (48 ms). Delay-agnostic mode: the APM runs its own
+	// delay estimator and moves its far-end read pointer when the echo
+	// falls outside the filter (PulseAudio's module-echo-cancel and
+	// Chromium turn both on); without it the APM trusts the reported
+	// stream delay, which Source already took out (docs/audio.md).
+	cfg.Set<webrtc::ExtendedFilter>(new webrtc::ExtendedFilter(extended != 0));
+	cfg.Set<webrtc::DelayAgnostic>(new webrtc::DelayAgnostic(delay_agnostic != 0));
 	webrtc::AudioProcessing* apm = webrtc::AudioProcessing::Create(cfg);
 	if (!apm) return NULL;
 	apm->high_pass_filter()->Enable(true);
@@ -57,6 +60,12 @@ extern "C" int aec_apm_process(aec_apm* a, int16_t* out, const int16_t* nearend,
 	err = a->apm->ProcessStream(&a->nearf);
 	memcpy(out, a->nearf.data_, n * sizeof(int16_t));
 	return err;
+}
+
+extern "C" void aec_apm_set_suppression(aec_apm* a, int suppression) {
+	a->apm->echo_cancellation()->set_suppression_level(
+		suppression <= 0 ? webrtc::EchoCancellation::kLowSuppression :
+		suppression == 1 ? webrtc::EchoCancellation::kModerateSuppression : webrtc::EchoCancellation::kHighSuppression);
 }
 
 extern "C" int aec_apm_voice(aec_apm* a) { return a->apm->voice_detection()->stream_has_voice() ? 1 : 0; }

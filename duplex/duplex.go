@@ -101,6 +101,7 @@ type Result struct {
 	CPUPerSecond    time.Duration // chain CPU per second of audio
 	DelayEstimate   time.Duration
 	DelayShifts     int64
+	GuardDB         float64       // the onset guard's double-talk threshold at the end
 	ChainDelay      time.Duration // near end's delay through the chain (from the double-talk correlation)
 }
 
@@ -236,7 +237,7 @@ func Run(s Scenario) (Result, error) {
 		return Result{}, err
 	}
 
-	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts()}
+	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB()}
 	if pump.Config().Mode != capture.ModeVAD {
 		res.VAD = "none (continuous)"
 	}
@@ -249,6 +250,17 @@ func Run(s Scenario) (Result, error) {
 	}
 	out := proc.out
 
+	// DUPLEX_TRACE=file writes one CSV line per 20 ms frame (frame, echo,
+	// near, mic and output level in dBFS, near-end speech label): the
+	// per-frame distributions in docs/benchmarks.md come from it.
+	if tp := os.Getenv("DUPLEX_TRACE"); tp != "" {
+		if f, err := os.Create(tp); err == nil {
+			for k := 0; k+micFrame <= total; k += micFrame {
+				fmt.Fprintf(f, "%d,%.1f,%.1f,%.1f,%.1f,%v\n", k/micFrame, dbf(energy(src.echoTL[k:k+micFrame])), dbf(energy(nearTL[k:k+micFrame])), dbf(energy(src.micTL[k:k+micFrame])), dbf(energy(out[k:k+micFrame])), labels[k/micFrame])
+			}
+			f.Close()
+		}
+	}
 	// ERLE on far-end-only frames with echo well above the noise.
 	var m1, o1, m2, o2 float64
 	firstEcho := -1
@@ -358,6 +370,8 @@ func Run(s Scenario) (Result, error) {
 	}
 	return res, nil
 }
+
+func dbf(e float64) float64 { return 10*math.Log10(e/micFrame+1e-3) - 90.309 }
 
 func dur(samples int) time.Duration { return time.Duration(samples) * time.Second / NearRate }
 

@@ -23,6 +23,8 @@ import (
 //	  suppression: moderate   # webrtc residual echo suppression: low | moderate | high
 //	  noise_suppression: false
 //	  double_talk_db: 12      # onset guard: reads with more echo removed hold no user speech
+//	  guard_margin_db: 0      # > 0: ... or more than the canceller's typical reduction minus this (one-clock sound cards)
+//	  webrtc_delay: agnostic  # agnostic (WebRTC's delay-agnostic mode on top of the estimator) | estimator
 //	  max_delay_ms: 400       # delay estimator search range beyond device latencies
 //	  sim_echo: moderate      # --sim only: echo path between the simulated speaker and mic (moderate | none)
 //	  sim_room: {}            # --sim only: room.Config fields overriding the moderate room
@@ -35,6 +37,8 @@ type duplexConfig struct {
 	Suppression      string      `yaml:"suppression"`
 	NoiseSuppression bool        `yaml:"noise_suppression"`
 	DoubleTalkDB     float64     `yaml:"double_talk_db"`
+	GuardMarginDB    float64     `yaml:"guard_margin_db"`
+	WebRTCDelay      string      `yaml:"webrtc_delay"`
 	MaxDelayMS       int         `yaml:"max_delay_ms"`
 	SimEcho          string      `yaml:"sim_echo"`
 	SimRoom          room.Config `yaml:"sim_room"`
@@ -42,6 +46,7 @@ type duplexConfig struct {
 
 func defaultDuplex() duplexConfig {
 	return duplexConfig{AEC: aecAuto, Suppression: aec.DefaultSuppression, DoubleTalkDB: aec.DefaultDoubleTalkDB,
+		GuardMarginDB: aec.DefaultGuardMarginDB, WebRTCDelay: aec.DefaultDelay,
 		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate()}
 }
 
@@ -67,6 +72,12 @@ func (c duplexConfig) validate() error {
 	}
 	if err := (aec.Options{Kind: aec.KindNone, Suppression: c.Suppression}).Validate(); err != nil {
 		errs.Add(p+"suppression", c.Suppression, "want low, moderate or high", "")
+	}
+	if c.WebRTCDelay != aec.DelayModeEstimator && c.WebRTCDelay != aec.DelayModeAgnostic {
+		errs.Add(p+"webrtc_delay", c.WebRTCDelay, "want "+aec.DelayModeAgnostic+" or "+aec.DelayModeEstimator, "")
+	}
+	if c.GuardMarginDB < 0 || c.GuardMarginDB > 60 {
+		errs.Add(p+"guard_margin_db", c.GuardMarginDB, "want 0..60", "0: the fixed double_talk_db")
 	}
 	if c.DoubleTalkDB < 0 || c.DoubleTalkDB > 60 {
 		errs.Add(p+"double_talk_db", c.DoubleTalkDB, "want 0..60", "")
@@ -152,7 +163,7 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	if f := a.speaker.Format(); f.Channels != 1 {
 		return nil, fmt.Errorf("duplex: echo canceller needs a mono speaker stream, have %v", f)
 	}
-	c, err := aec.New(aec.Options{Kind: kind, Suppression: d.Suppression, NoiseSuppression: d.NoiseSuppression})
+	c, err := aec.New(aec.Options{Kind: kind, Suppression: d.Suppression, NoiseSuppression: d.NoiseSuppression, Delay: d.WebRTCDelay})
 	if err != nil {
 		return nil, fmt.Errorf("duplex.aec %q: %w", kind, err)
 	}
@@ -163,7 +174,7 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	}
 	a.closers = append(a.closers, c.Close)
 	a.speaker = aec.NewTap(a.speaker, ref, a.clk)
-	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB})
+	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB})
 	a.mic = src
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
 		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression)

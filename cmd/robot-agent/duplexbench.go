@@ -54,13 +54,49 @@ Flags:
 `
 
 type duplexFlags struct {
-	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded string
-	replies, gapMS, vadMode, seed, tailMS                                                        int
-	bargeIn, vadCompare, ns                                                                      bool
-	vadNoises, vadSNRs, vadDetectors                                                             string
-	vadSeeds                                                                                     int
-	ser, snr, farDB, dtDB                                                                        float64
-	rc                                                                                           room.Config
+	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, webrtcDelay string
+	replies, gapMS, vadMode, seed, tailMS, marginMS                                                           int
+	bargeIn, vadCompare, ns                                                                                   bool
+	vadNoises, vadSNRs, vadDetectors                                                                          string
+	vadSeeds                                                                                                  int
+	ser, snr, farDB, dtDB, guardDB                                                                            float64
+	rc                                                                                                        room.Config
+}
+
+// aecVariant is one --aec entry: a kind with optional ":"-separated
+// overrides (webrtc:low, webrtc:agnostic:m8, webrtc:short, speex:m24).
+type aecVariant struct {
+	name string
+	opts aec.Options
+	mgn  int
+}
+
+func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
+	parts := strings.Split(spec, ":")
+	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay}, mgn: f.marginMS}
+	if !slices.Contains(aec.Kinds, parts[0]) {
+		return v, fmt.Errorf("--aec %q is not one of %v", parts[0], aec.Kinds)
+	}
+	for _, p := range parts[1:] {
+		var ms int
+		switch {
+		case p == "low" || p == "moderate" || p == "high":
+			v.opts.Suppression = p
+		case p == aec.DelayModeAgnostic || p == aec.DelayModeEstimator:
+			v.opts.Delay = p
+		case strings.HasPrefix(p, "dt-"):
+			v.opts.DoubleTalkSuppression = strings.TrimPrefix(p, "dt-")
+		case p == "short":
+			v.opts.ShortFilter = true
+		case p == "ns":
+			v.opts.NoiseSuppression = true
+		case strings.HasPrefix(p, "m") && func() bool { _, err := fmt.Sscanf(p, "m%d", &ms); return err == nil }():
+			v.mgn = ms
+		default:
+			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>)", spec, p)
+		}
+	}
+	return v, v.opts.Validate()
 }
 
 func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
@@ -71,7 +107,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.far, "far", "", "far-end WAV (the robot's reply; any rate, mono or stereo)")
 	fs.StringVar(&f.near, "near", "", "near-end WAV (the user's phrase)")
 	fs.StringVar(&f.out, "out", "", "write the uplink (what the pump delivered, 16 kHz) to this WAV; with several --aec, NAME-<kind>.wav")
-	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex)")
+	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, far-end lead in ms)")
+	fs.StringVar(&f.webrtcDelay, "webrtc-delay", aec.DefaultDelay, "webrtc delay handling: estimator (the agent's delay estimator only) or agnostic (plus the APM's delay-agnostic mode)")
+	fs.IntVar(&f.marginMS, "margin-ms", 0, "far-end lead over the estimated delay (0: the canceller's own, webrtc 48, speex 8)")
+	fs.Float64Var(&f.guardDB, "guard-margin-db", aec.DefaultGuardMarginDB, "onset guard: > 0: threshold = the canceller's measured echo reduction minus this (never below --double-talk-db); 0: fixed --double-talk-db")
 	fs.BoolVar(&f.ns, "ns", false, "turn on the canceller library's noise suppressor")
 	fs.StringVar(&f.suppression, "suppression", aec.DefaultSuppression, "webrtc residual echo suppression: low, moderate, high")
 	fs.IntVar(&f.tailMS, "tail-ms", 0, "speex filter length (default 128)")
@@ -115,12 +154,14 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	if f.echoPlayed != "" || f.echoRecorded != "" {
 		return measureEcho(f.echoPlayed, f.echoRecorded, stdout, stderr)
 	}
-	kinds := strings.Split(f.aecKinds, ",")
-	for _, k := range kinds {
-		if !slices.Contains(aec.Kinds, k) {
-			fmt.Fprintf(stderr, "robot-agent: duplex-bench: --aec %q is not one of %v\n", k, aec.Kinds)
+	var kinds []aecVariant
+	for _, k := range strings.Split(f.aecKinds, ",") {
+		v, err := parseVariant(k, f)
+		if err != nil {
+			fmt.Fprintln(stderr, "robot-agent: duplex-bench:", strings.ReplaceAll(err.Error(), "\n", "; "))
 			return 2
 		}
+		kinds = append(kinds, v)
 	}
 	if !slices.Contains(room.NoiseKinds, f.noise) {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --noise %q is not one of %v\n", f.noise, room.NoiseKinds)
@@ -146,19 +187,19 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		src, float64(len(far))/duplex.FarRate, f.replies, float64(len(near))/duplex.NearRate, map[bool]string{true: " (barge-in every reply)", false: " (not used: far end only)"}[f.bargeIn],
 		f.rc.DelayMS, f.rc.EchoGainDB, f.rc.RT60, f.rc.SoftClip, f.rc.DriftPPM, f.noise, f.snr, f.ser, f.vadKind, f.mode)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "aec\tERLE 0-2s\tERLE >2s\tnear corr (DT)\tVAD P/R\tonset p50/p95\tclipped\tfalse barge-ins\tbarge-in <=300ms\tdelay est\tchain delay\tCPU/core")
+	fmt.Fprintln(tw, "aec\tERLE 0-2s\tERLE >2s\tnear corr (DT)\tVAD P/R\tonset p50/p95\tclipped\tfalse barge-ins\tbarge-in <=300ms\tdelay est (shifts)\tguard\tchain delay\tCPU/core")
 	code := 0
 	for _, k := range kinds {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
-			AEC:     aec.Options{Kind: k, NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression},
-			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB},
+			AEC:     k.opts,
+			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: f.guardDB, MarginMS: k.mgn},
 			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode}}, Seed: uint64(f.seed)}
 		if f.out != "" {
 			path := f.out
 			if len(kinds) > 1 {
 				ext := filepath.Ext(path)
-				path = strings.TrimSuffix(path, ext) + "-" + k + ext
+				path = strings.TrimSuffix(path, ext) + "-" + strings.ReplaceAll(k.name, ":", "-") + ext
 			}
 			sc.Uplink = func(s []int16) {
 				if err := writeWAV(path, s, duplex.NearRate); err != nil {
@@ -172,9 +213,9 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
 			return 1
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d\t%s\t%v\t%v\t%.2f %%\n", r.AEC, db(r.ERLEFirst2s), db(r.ERLE), num(r.NearCorr),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d\t%s\t%v (%d)\t%.0f dB\t%v\t%.2f %%\n", k.name, db(r.ERLEFirst2s), db(r.ERLE), num(r.NearCorr),
 			num(r.Precision), num(r.Recall), onsets(r), r.Clipped, r.Phrases, r.FalseBargeIns,
-			fmt.Sprintf("%d/%d", r.BargeInsIn300ms, r.Phrases), r.DelayEstimate.Round(time.Millisecond), r.ChainDelay,
+			fmt.Sprintf("%d/%d", r.BargeInsIn300ms, r.Phrases), r.DelayEstimate.Round(time.Millisecond), r.DelayShifts, r.GuardDB, r.ChainDelay,
 			100*r.CPUPerSecond.Seconds())
 	}
 	tw.Flush()
