@@ -25,7 +25,7 @@ func TestValidateAudio(t *testing.T) {
 		{func(c *config.Config) { c.Audio.MicQueueMS = 5 }, []string{"audio.mic_queue_ms: 5: want between one frame and 60000"}},
 		{func(c *config.Config) {
 			c.Audio.Mode, c.Audio.VAD.Detector, c.Audio.MicQueueMS = "ptt", "magic", 90000
-		}, []string{`audio.mode: "ptt": want continuous or vad`, `audio.vad.detector: "magic": want one of`, "audio.mic_queue_ms: 90000: want between one frame and 60000"}},
+		}, []string{`audio.mode: "ptt": want continuous or vad`, `audio.vad.detector: "magic": want auto or one of`, "audio.mic_queue_ms: 90000: want between one frame and 60000"}},
 	}
 	for _, tc := range cases {
 		c := config.Default()
