@@ -24,8 +24,15 @@ const refRingLen = 1 << 16
 // reference against the echo.
 const reanchor = 40 * time.Millisecond
 
-// persistAfter: see reanchor.
-const persistAfter = 100 * time.Millisecond
+// persistAfter: see reanchor. A timeline that moved later (the device
+// underflowed: it played silence, so everything after plays later) is
+// followed after persistBlocksLater consecutive blocks agree, because the
+// echo then comes later than the canceller's filter reaches; one that
+// moved earlier (a flush dropped queued audio) after persistAfter.
+const (
+	persistAfter       = 100 * time.Millisecond
+	persistBlocksLater = 2
+)
 
 // Reference is the far-end reference signal: what the speaker played,
 // resampled to 16 kHz and positioned on the agent clock at the time it
@@ -52,6 +59,7 @@ type Reference struct {
 	lastCall, lastLen time.Duration
 	pendSign          int
 	pendSamples       int64
+	pendBlocks        int
 	pendMin           int64
 }
 
@@ -95,13 +103,14 @@ func (r *Reference) Played(p []int16, dac time.Duration) {
 			sign = -1
 		}
 		if sign != r.pendSign {
-			r.pendSign, r.pendSamples, r.pendMin = sign, 0, off
+			r.pendSign, r.pendSamples, r.pendBlocks, r.pendMin = sign, 0, 0, off
 		}
 		if abs64(off) < abs64(r.pendMin) {
 			r.pendMin = off
 		}
 		r.pendSamples += int64(len(p)) * Rate / int64(r.rs.InRate())
-		if r.pendSamples >= int64(persistAfter*Rate/time.Second) {
+		r.pendBlocks++
+		if sign > 0 && r.pendBlocks >= persistBlocksLater || r.pendSamples >= int64(persistAfter*Rate/time.Second) {
 			// The device timeline really moved: by the smallest
 			// disagreement seen while it lasted (a spike inside it
 			// does not count).

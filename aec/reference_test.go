@@ -61,11 +61,16 @@ func (r *refRig) placed() bool {
 func none(int) time.Duration { return 0 }
 
 func TestReferenceIgnoresTimestampSpikes(t *testing.T) {
-	for _, spike := range []time.Duration{80 * time.Millisecond, -80 * time.Millisecond, 300 * time.Millisecond, -300 * time.Millisecond} {
+	for _, c := range []struct {
+		spike  time.Duration
+		blocks int
+	}{{80 * time.Millisecond, 1}, {300 * time.Millisecond, 1}, {-80 * time.Millisecond, 3}, {-300 * time.Millisecond, 3}} {
+		spike := c.spike
 		r := newRefRig(t)
 		r.play(50, none)
-		// Three blocks (30 ms) with a wild DAC time, then the truth again.
-		r.play(3, func(int) time.Duration { return spike })
+		// Blocks with a wild DAC time (one later, three earlier), then
+		// the truth again.
+		r.play(c.blocks, func(int) time.Duration { return spike })
 		r.play(50, none)
 		if !r.placed() || r.ref.Jumps() != 0 {
 			t.Errorf("spike %v: placed right %v, re-anchorings %d; want the timeline kept", spike, r.placed(), r.ref.Jumps())

@@ -39,6 +39,7 @@ type envTimeline struct {
 	next              time.Duration
 	over40            int
 	maxEarly, maxLate time.Duration
+	offs              []string // the first disagreements over 20 ms: "when:by"
 }
 
 func newEnvTimeline(t0 time.Duration, d time.Duration) *envTimeline {
@@ -54,6 +55,9 @@ func (e *envTimeline) add(p []int16, start time.Duration, rate int, lat time.Dur
 		d := start - e.next
 		if d > 40*time.Millisecond || d < -40*time.Millisecond {
 			e.over40++
+		}
+		if (d > 20*time.Millisecond || d < -20*time.Millisecond) && len(e.offs) < 40 {
+			e.offs = append(e.offs, fmt.Sprintf("%v:%+v", (start-e.t0).Round(10*time.Millisecond), d.Round(time.Millisecond)))
 		}
 		e.maxLate, e.maxEarly = max(e.maxLate, d), min(e.maxEarly, d)
 	}
@@ -88,8 +92,8 @@ func (e *envTimeline) envelope() []float64 {
 func (e *envTimeline) disagreements() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return fmt.Sprintf("%d of %d blocks more than 40 ms off the previous block's end (extremes %v, +%v)",
-		e.over40, e.blocks, e.maxEarly.Round(time.Millisecond), e.maxLate.Round(time.Millisecond))
+	return fmt.Sprintf("%d of %d blocks more than 40 ms off the previous block's end (extremes %v, +%v; over 20 ms: %s)",
+		e.over40, e.blocks, e.maxEarly.Round(time.Millisecond), e.maxLate.Round(time.Millisecond), strings.Join(e.offs, " "))
 }
 
 func (e *envTimeline) latRange() (lo, hi, mean time.Duration) {

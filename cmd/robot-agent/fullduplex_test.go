@@ -129,6 +129,11 @@ func TestRealFullDuplexEchoPath(t *testing.T) {
 		_, i := ra.a.progress.counts()
 		return i >= 1
 	})
-	// paplay's start-up and the 80 ms path are in this figure.
+	// paplay's start-up and the 80 ms path are in this figure: an
+	// interrupt sooner than the path plus the VAD's minimum speech came
+	// from the robot's own voice.
+	if el := time.Since(said); el < 100*time.Millisecond {
+		t.Fatalf("interrupted %v after paplay started the user's phrase: before the phrase could be heard (the robot interrupted itself)", el)
+	}
 	t.Logf("interrupted %v after paplay started the user's phrase", time.Since(said).Round(10*time.Millisecond))
 }
