@@ -7,12 +7,15 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/robot-agent/robot-agent/aec"
+	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/config/field"
+	"github.com/robot-agent/robot-agent/duck"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/room"
+	"github.com/robot-agent/robot-agent/uplink"
 )
 
 // Full duplex: the `duplex` config section, the echo canceller wiring and
@@ -24,6 +27,12 @@ import (
 //	  noise_suppression: false
 //	  double_talk_db: 12      # onset guard: reads with more echo removed hold no user speech
 //	  max_delay_ms: 400       # delay estimator search range beyond device latencies
+//	  duck:                   # local ducking (full duplex only; docs/audio.md)
+//	    enabled: true
+//	    depth_db: 12          # how far the robot's voice is lowered when the user talks over it
+//	    hold_ms: 1500         # restored after this unless the gateway interrupts
+//	    attack_ms: 10
+//	    release_ms: 200
 //	  sim_echo: moderate      # --sim only: echo path between the simulated speaker and mic (moderate | none)
 //	  sim_room: {}            # --sim only: room.Config fields overriding the moderate room
 const duplexSection = "duplex"
@@ -36,61 +45,92 @@ type duplexConfig struct {
 	NoiseSuppression bool        `yaml:"noise_suppression"`
 	DoubleTalkDB     float64     `yaml:"double_talk_db"`
 	MaxDelayMS       int         `yaml:"max_delay_ms"`
+	Duck             duckConfig  `yaml:"duck"`
 	SimEcho          string      `yaml:"sim_echo"`
 	SimRoom          room.Config `yaml:"sim_room"`
 }
 
-func defaultDuplex() duplexConfig {
-	return duplexConfig{AEC: aecAuto, Suppression: aec.DefaultSuppression, DoubleTalkDB: aec.DefaultDoubleTalkDB,
-		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate()}
+// duckConfig is duplex.duck: local ducking of the robot's voice when the
+// user starts talking over it (package duck).
+type duckConfig struct {
+	Enabled   bool    `yaml:"enabled"`
+	DepthDB   float64 `yaml:"depth_db"`
+	HoldMS    int     `yaml:"hold_ms"`
+	AttackMS  int     `yaml:"attack_ms"`
+	ReleaseMS int     `yaml:"release_ms"`
 }
 
-var errDuplex = fmt.Errorf("%w: %s", config.ErrInvalid, duplexSection)
+// defaultDuckEnabled is the measured default (docs/benchmarks.md, "Local
+// ducking").
+const defaultDuckEnabled = true
+
+func (c duckConfig) config() duck.Config {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	return duck.Config{DepthDB: c.DepthDB, Hold: ms(c.HoldMS), Attack: ms(c.AttackMS), Release: ms(c.ReleaseMS)}
+}
+
+func defaultDuplex() duplexConfig {
+	return duplexConfig{AEC: aecAuto, Suppression: aec.DefaultSuppression, DoubleTalkDB: aec.DefaultDoubleTalkDB,
+		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate(),
+		Duck: duckConfig{Enabled: defaultDuckEnabled, DepthDB: duck.DefaultDepthDB, HoldMS: int(duck.DefaultHold / time.Millisecond),
+			AttackMS: int(duck.DefaultAttack / time.Millisecond), ReleaseMS: int(duck.DefaultRelease / time.Millisecond)}}
+}
 
 // loadDuplex reads the duplex section over the defaults and
-// ROBOT_AGENT_AEC, and validates it.
+// ROBOT_AGENT_AEC, and validates it. Problems are *field.Error values
+// under duplex, all at once.
 func loadDuplex(cfg config.Config, getenv func(string) string) (duplexConfig, error) {
 	c := defaultDuplex()
-	if n, ok := cfg.Extra[duplexSection]; ok && !(n.Kind == yaml.ScalarNode && n.Tag == "!!null") {
-		if n.Kind != yaml.MappingNode {
-			return c, fmt.Errorf("%w: line %d: want a mapping", errDuplex, n.Line)
-		}
-		known := []string{"aec", "suppression", "noise_suppression", "double_talk_db", "max_delay_ms", "sim_echo", "sim_room"}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if k := n.Content[i]; !slices.Contains(known, k.Value) {
-				return c, fmt.Errorf("%w: line %d: unknown key %q", errDuplex, k.Line, k.Value)
-			}
-		}
-		if err := n.Decode(&c); err != nil {
-			return c, fmt.Errorf("%w: %v", errDuplex, err)
-		}
+	if _, err := config.DecodeSection(cfg.Extra, duplexSection, &c); err != nil {
+		return c, err
 	}
 	if v := getenv("ROBOT_AGENT_AEC"); v != "" {
 		c.AEC = v
 	}
-	var errs []string
+	var errs field.List
+	bad := func(name string, v any, problem, hint string) {
+		errs.Add(duplexSection+"."+name, v, problem, hint)
+	}
 	if c.AEC != aecAuto && !slices.Contains(aec.Kinds, c.AEC) {
-		errs = append(errs, fmt.Sprintf("duplex.aec %q is not auto or one of %v", c.AEC, aec.Kinds))
+		bad("aec", c.AEC, "want auto, "+strings.Join(aec.Kinds, ", "), "auto picks the best canceller built into this binary")
 	}
 	if err := (aec.Options{Kind: aec.KindNone, Suppression: c.Suppression}).Validate(); err != nil {
-		errs = append(errs, fmt.Sprintf("duplex.suppression %q is not low, moderate or high", c.Suppression))
+		bad("suppression", c.Suppression, "want low, moderate or high", "")
 	}
 	if c.DoubleTalkDB < 0 || c.DoubleTalkDB > 60 {
-		errs = append(errs, fmt.Sprintf("duplex.double_talk_db %v out of range 0..60", c.DoubleTalkDB))
+		bad("double_talk_db", c.DoubleTalkDB, "out of range 0..60", "")
 	}
 	if c.MaxDelayMS < 20 || c.MaxDelayMS > 1000 {
-		errs = append(errs, fmt.Sprintf("duplex.max_delay_ms %d out of range 20..1000", c.MaxDelayMS))
+		bad("max_delay_ms", c.MaxDelayMS, "out of range 20..1000", "")
+	}
+	d := c.Duck
+	if d.DepthDB <= 0 || d.DepthDB > 60 {
+		bad("duck.depth_db", d.DepthDB, "out of range (0, 60]", "to turn ducking off set duck.enabled: false")
+	}
+	if d.HoldMS < 50 || d.HoldMS > 30000 {
+		bad("duck.hold_ms", d.HoldMS, "out of range 50..30000", "")
+	}
+	if d.AttackMS < 1 || d.AttackMS > 1000 {
+		bad("duck.attack_ms", d.AttackMS, "out of range 1..1000", "")
+	}
+	if d.ReleaseMS < 1 || d.ReleaseMS > 5000 {
+		bad("duck.release_ms", d.ReleaseMS, "out of range 1..5000", "")
 	}
 	if c.SimEcho != "moderate" && c.SimEcho != "none" {
-		errs = append(errs, fmt.Sprintf("duplex.sim_echo %q is not moderate or none", c.SimEcho))
+		bad("sim_echo", c.SimEcho, "want moderate or none", "")
 	}
 	if err := c.SimRoom.Validate(); err != nil {
-		errs = append(errs, "duplex.sim_room: "+strings.ReplaceAll(err.Error(), "\n", "; "))
+		// room names the field and the value: "delay_ms 999 out of range 0..250".
+		for _, e := range field.All(err) {
+			msg := strings.TrimPrefix(e.Error(), room.ErrConfig.Error()+": ")
+			if f := strings.SplitN(msg, " ", 3); len(f) == 3 {
+				errs = append(errs, &field.Error{Path: duplexSection + ".sim_room." + f[0], Value: f[1], Problem: f[2]})
+			} else {
+				errs.Add(duplexSection+".sim_room", nil, msg, "")
+			}
+		}
 	}
-	if len(errs) > 0 {
-		return c, fmt.Errorf("%w: %s", errDuplex, strings.Join(errs, "; "))
-	}
-	return c, nil
+	return c, errs.Err()
 }
 
 // aecKind resolves auto to the best canceller built into this binary.
@@ -161,9 +201,48 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	a.speaker = aec.NewTap(a.speaker, ref, a.clk)
 	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB})
 	a.mic = src
+	a.aecRef, a.aecSrc = ref, src
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
 		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression)
+	if d.Duck.Enabled {
+		// Above the tap: the reference is exactly what the device plays,
+		// ducked or not.
+		dk, err := duck.New(a.speaker, d.Duck.config(), a.clk, a.reg)
+		if err != nil {
+			return nil, &field.Error{Path: duplexSection + ".duck", Problem: err.Error()}
+		}
+		a.speaker, a.ducker = dk, dk
+		a.log.Info("duplex: local ducking on", "depth_db", d.Duck.DepthDB, "hold_ms", d.Duck.HoldMS)
+	}
 	return src, nil
+}
+
+// duckOnStart is the capture pump's FrameSink when ducking is on: the start
+// of an utterance (the user may be talking over the robot) ducks the
+// robot's voice at once; the duck ignores it when nothing plays.
+type duckOnStart struct {
+	capture.FrameSink
+	d *duck.Sink
+}
+
+func (s duckOnStart) SendMic(f *capture.Frame) bool {
+	if f.Flag == protocol.FlagStart {
+		s.d.Duck()
+	}
+	return s.FrameSink.SendMic(f)
+}
+
+// duckingTTS tells the duck about interrupts, so a true barge-in keeps the
+// voice down until playback stops instead of restoring it after the hold.
+type duckingTTS struct {
+	uplink.TTSSink
+	d *duck.Sink
+}
+
+func (t duckingTTS) Interrupt(id uint32) uint32 {
+	r := t.TTSSink.Interrupt(id)
+	t.d.Interrupted()
+	return r
 }
 
 // simSpeechTap makes a simulated speaker a tappedSink in gate mode, so a
