@@ -10,7 +10,7 @@ RUN_FOR   ?= 20s
 # Build tags for the full (cgo) binary; detected from installed libraries.
 TAGS      ?= $(shell scripts/detect-tags.sh)
 
-.PHONY: all run run-real build build-sim test test-go bench bench-duplex lint fmt vet tidy layers fuzz clean hil deps chaos
+.PHONY: all run run-real build build-sim test test-full-duplex test-go bench bench-duplex lint fmt vet tidy layers fuzz clean hil deps chaos
 
 # Cross builds, emulated ARM tests, .deb packages, unit checks (issue 6).
 include build/build.mk
@@ -43,6 +43,11 @@ build-sim:
 ## test: everything CI runs (installs packages and starts a private PulseAudio).
 test:
 	@scripts/test.sh
+
+## test-full-duplex: the PulseAudio full-duplex echo-path test (opt-in: not yet reliable under load), 3 runs.
+test-full-duplex:
+	@scripts/deps.sh && go test -c -race -tags "$$(scripts/detect-tags.sh)" -o bin/fullduplex.test ./cmd/robot-agent && \
+		cd cmd/robot-agent && for i in 1 2 3; do ROBOT_AGENT_FULL_DUPLEX_E2E=1 ../../scripts/with-pulse.sh ../../bin/fullduplex.test -test.run 'TestRealFullDuplexEchoPath$$' -test.v -test.count 1 || exit 1; done
 
 ## test-go: only the Go test suite with -race, no system set-up.
 test-go:

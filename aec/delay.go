@@ -25,6 +25,8 @@ const (
 	envStep   = 32 // 2 ms at 16 kHz
 	envWindow = 1000
 	minWindow = 250 // 0.5 s: the first estimates come from what history there is
+	// growSlack (samples): see update.
+	growSlack = 40 * Rate / 1000
 )
 
 // NewDelayEstimator returns an estimator for delays of 0..maxMS.
@@ -87,8 +89,15 @@ func (d *DelayEstimator) update(w int) {
 		return
 	}
 	lag := bestLag * envStep
-	// Accept a new value after two agreeing estimates.
-	if d.have && abs(lag-d.est) <= envStep {
+	// Keep the estimate while the delay grows by less than growSlack: the
+	// far end then leads the echo by a little more, still well inside the
+	// canceller's filter, and moving it would make the canceller
+	// re-converge for nothing (a shift right before a self-interruption
+	// through the real PulseAudio echo path, whose delay wanders by tens
+	// of ms under load). A shrinking delay (the far end would come after
+	// the echo) or a larger growth is accepted after two agreeing
+	// estimates.
+	if d.have && lag >= d.est-envStep && lag <= d.est+growSlack {
 		d.pendingCount = 0
 		return
 	}

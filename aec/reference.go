@@ -13,10 +13,26 @@ import (
 // refRingLen is the far-end history kept: 4 s at 16 kHz.
 const refRingLen = 1 << 16
 
-// reanchor: when the device timestamps of a block and the running sample
-// count disagree by more than this (the speaker paused, or was reopened),
-// the timeline is re-anchored on the timestamp.
+// reanchor: when the device timestamps of the blocks and the running sample
+// count disagree by more than this, the timeline is re-anchored on the
+// timestamps: at once after a pause in the writes (the speaker played
+// silence nobody wrote, or was reopened), otherwise only once the
+// disagreement has lasted persistAfter of audio. Device timestamps jitter
+// and spike (PortAudio's DAC times through ALSA's PulseAudio plugin jump by
+// tens of ms, and the first blocks' latency is a fallback until the first
+// device callback): following one block's timestamp would shift the whole
+// reference against the echo.
 const reanchor = 40 * time.Millisecond
+
+// persistAfter: see reanchor. A timeline that moved later (the device
+// underflowed: it played silence, so everything after plays later) is
+// followed after persistBlocksLater consecutive blocks agree, because the
+// echo then comes later than the canceller's filter reaches; one that
+// moved earlier (a flush dropped queued audio) after persistAfter.
+const (
+	persistAfter       = 100 * time.Millisecond
+	persistBlocksLater = 2
+)
 
 // Reference is the far-end reference signal: what the speaker played,
 // resampled to 16 kHz and positioned on the agent clock at the time it
@@ -32,10 +48,19 @@ type Reference struct {
 	// release store after the samples), origin the clock.Mono time of
 	// index 0 (nanoseconds), started whether origin is set (stored after
 	// origin). Only the producer writes them; the consumer reads them.
+	// The ring is only ever appended to: a timeline found to run ahead of
+	// the device moves origin, never rewrites samples a reader may hold.
 	written atomic.Int64
 	origin  atomic.Int64
 	started atomic.Bool
 	jumps   atomic.Int64
+	// Producer state: the last call (clock time, block length) and the
+	// disagreement under way (sign, audio so far, smallest magnitude).
+	lastCall, lastLen time.Duration
+	pendSign          int
+	pendSamples       int64
+	pendBlocks        int
+	pendMin           int64
 }
 
 // NewReference returns a Reference for a speaker of the given rate (mono).
@@ -57,25 +82,49 @@ func (r *Reference) Played(p []int16, dac time.Duration) {
 	if len(p) > r.rs.InRate() {
 		p = p[:r.rs.InRate()]
 	}
+	now := r.clk.Mono()
+	pause := now-r.lastCall > r.lastLen+reanchor
+	r.lastCall, r.lastLen = now, time.Duration(len(p))*time.Second/time.Duration(r.rs.InRate())
 	w := r.written.Load()
+	tol := int64(reanchor * Rate / time.Second)
 	if !r.started.Load() {
 		r.origin.Store(int64(dac))
 		r.started.Store(true)
 		w = 0
-	} else if want := r.index(dac); want > w+int64(reanchor*Rate/time.Second) || want < w-int64(reanchor*Rate/time.Second) {
-		// A pause (silence played by nobody) or a jump: zero the gap so a
-		// reader sees silence there, then continue at the timestamp.
-		r.jumps.Add(1)
-		if want > w {
-			for i := w; i < want && i < w+refRingLen; i++ {
-				r.ring[i&(refRingLen-1)] = 0
+	} else if off := r.index(dac) - w; off > tol && pause {
+		// A pause: nobody wrote for a while and the device timestamps
+		// moved on; zero the gap so a reader sees silence there.
+		r.gap(w, off)
+		w += off
+		r.pendSign = 0
+	} else if off > tol || off < -tol {
+		sign := 1
+		if off < 0 {
+			sign = -1
+		}
+		if sign != r.pendSign {
+			r.pendSign, r.pendSamples, r.pendBlocks, r.pendMin = sign, 0, 0, off
+		}
+		if abs64(off) < abs64(r.pendMin) {
+			r.pendMin = off
+		}
+		r.pendSamples += int64(len(p)) * Rate / int64(r.rs.InRate())
+		r.pendBlocks++
+		if sign > 0 && r.pendBlocks >= persistBlocksLater || r.pendSamples >= int64(persistAfter*Rate/time.Second) {
+			// The device timeline really moved: by the smallest
+			// disagreement seen while it lasted (a spike inside it
+			// does not count).
+			if r.pendMin > 0 {
+				r.gap(w, r.pendMin)
+				w += r.pendMin
+			} else {
+				r.origin.Add(r.pendMin * int64(time.Second) / Rate)
+				r.jumps.Add(1)
 			}
+			r.pendSign = 0
 		}
-		r.rs.Reset()
-		w = max(want, w-int64(reanchor*Rate/time.Second)) // never rewrite much of the past
-		if w < r.written.Load() {
-			w = r.written.Load()
-		}
+	} else {
+		r.pendSign = 0
 	}
 	n := r.rs.Process(r.buf, p)
 	for _, v := range r.buf[:n] {
@@ -83,6 +132,23 @@ func (r *Reference) Played(p []int16, dac time.Duration) {
 		w++
 	}
 	r.written.Store(w)
+}
+
+// gap zeroes n ring samples from w (a stretch nobody played) and counts a
+// re-anchoring.
+func (r *Reference) gap(w, n int64) {
+	r.jumps.Add(1)
+	for i := w; i < w+n && i < w+refRingLen; i++ {
+		r.ring[i&(refRingLen-1)] = 0
+	}
+	r.rs.Reset()
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
 }
 
 // Jumps counts re-anchorings of the timeline (speaker pauses, reopen).

@@ -69,9 +69,11 @@ func TestReferenceAlignsOnPlayTime(t *testing.T) {
 	for i := range blk {
 		blk[i] = 1000
 	}
-	ref.Played(blk, time.Second)                      // index 0 = 1 s
-	ref.Played(blk, time.Second+10*time.Millisecond)  // contiguous
-	ref.Played(blk, time.Second+200*time.Millisecond) // after a pause
+	ref.Played(blk, time.Second) // index 0 = 1 s
+	clk.Advance(10 * time.Millisecond)
+	ref.Played(blk, time.Second+10*time.Millisecond) // contiguous
+	clk.Advance(190 * time.Millisecond)
+	ref.Played(blk, time.Second+200*time.Millisecond) // after a pause in the writes
 	got := make([]int16, 160)
 	for _, tc := range []struct {
 		at   time.Duration

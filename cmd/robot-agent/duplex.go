@@ -9,10 +9,14 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/aec"
+	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/config/field"
+	"github.com/robot-agent/robot-agent/duck"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/room"
+	"github.com/robot-agent/robot-agent/uplink"
 )
 
 // Full duplex: the `duplex` config section, the echo canceller wiring and
@@ -26,6 +30,12 @@ import (
 //	  guard_margin_db: 0      # > 0: ... or more than the canceller's typical reduction minus this (one-clock sound cards)
 //	  webrtc_delay: agnostic  # agnostic (WebRTC's delay-agnostic mode on top of the estimator) | estimator
 //	  max_delay_ms: 400       # delay estimator search range beyond device latencies
+//	  duck:                   # local ducking (full duplex only; docs/audio.md)
+//	    enabled: true
+//	    depth_db: 12          # how far the robot's voice is lowered when the user talks over it
+//	    hold_ms: 1500         # restored after this unless the gateway interrupts
+//	    attack_ms: 10
+//	    release_ms: 200
 //	  sim_echo: moderate      # --sim only: echo path between the simulated speaker and mic (moderate | none)
 //	  sim_room: {}            # --sim only: room.Config fields overriding the moderate room
 const duplexSection = "duplex"
@@ -40,19 +50,41 @@ type duplexConfig struct {
 	GuardMarginDB    float64     `yaml:"guard_margin_db"`
 	WebRTCDelay      string      `yaml:"webrtc_delay"`
 	MaxDelayMS       int         `yaml:"max_delay_ms"`
+	Duck             duckConfig  `yaml:"duck"`
 	SimEcho          string      `yaml:"sim_echo"`
 	SimRoom          room.Config `yaml:"sim_room"`
+}
+
+// duckConfig is duplex.duck: local ducking of the robot's voice when the
+// user starts talking over it (package duck).
+type duckConfig struct {
+	Enabled   bool    `yaml:"enabled"`
+	DepthDB   float64 `yaml:"depth_db"`
+	HoldMS    int     `yaml:"hold_ms"`
+	AttackMS  int     `yaml:"attack_ms"`
+	ReleaseMS int     `yaml:"release_ms"`
+}
+
+// defaultDuckEnabled is the measured default (docs/benchmarks.md, "Local
+// ducking").
+const defaultDuckEnabled = true
+
+func (c duckConfig) config() duck.Config {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	return duck.Config{DepthDB: c.DepthDB, Hold: ms(c.HoldMS), Attack: ms(c.AttackMS), Release: ms(c.ReleaseMS)}
 }
 
 func defaultDuplex() duplexConfig {
 	return duplexConfig{AEC: aecAuto, Suppression: aec.DefaultSuppression, DoubleTalkDB: aec.DefaultDoubleTalkDB,
 		GuardMarginDB: aec.DefaultGuardMarginDB, WebRTCDelay: aec.DefaultDelay,
-		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate()}
+		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate(),
+		Duck: duckConfig{Enabled: defaultDuckEnabled, DepthDB: duck.DefaultDepthDB, HoldMS: int(duck.DefaultHold / time.Millisecond),
+			AttackMS: int(duck.DefaultAttack / time.Millisecond), ReleaseMS: int(duck.DefaultRelease / time.Millisecond)}}
 }
 
 // loadDuplex reads the duplex section over the defaults and
-// ROBOT_AGENT_AEC, and validates it. Every problem is reported, each a
-// *field.Error under duplex.
+// ROBOT_AGENT_AEC, and validates it. Problems are *field.Error values
+// under duplex, all at once.
 func loadDuplex(cfg config.Config, getenv func(string) string) (duplexConfig, error) {
 	c := defaultDuplex()
 	if _, err := config.DecodeSection(cfg.Extra, duplexSection, &c); err != nil {
@@ -85,6 +117,19 @@ func (c duplexConfig) validate() error {
 	if c.MaxDelayMS < 20 || c.MaxDelayMS > 1000 {
 		errs.Add(p+"max_delay_ms", c.MaxDelayMS, "want 20..1000", "")
 	}
+	d := c.Duck
+	if d.DepthDB <= 0 || d.DepthDB > 60 {
+		errs.Add(p+"duck.depth_db", d.DepthDB, "want more than 0, at most 60", "to turn ducking off set duck.enabled: false")
+	}
+	if d.HoldMS < 50 || d.HoldMS > 30000 {
+		errs.Add(p+"duck.hold_ms", d.HoldMS, "want 50..30000", "")
+	}
+	if d.AttackMS < 1 || d.AttackMS > 1000 {
+		errs.Add(p+"duck.attack_ms", d.AttackMS, "want 1..1000", "")
+	}
+	if d.ReleaseMS < 1 || d.ReleaseMS > 5000 {
+		errs.Add(p+"duck.release_ms", d.ReleaseMS, "want 1..5000", "")
+	}
 	if c.SimEcho != "moderate" && c.SimEcho != "none" {
 		errs.Add(p+"sim_echo", c.SimEcho, "want moderate or none", "")
 	}
@@ -95,15 +140,15 @@ func (c duplexConfig) validate() error {
 }
 
 // roomProblem is how package room words a problem: "delay_ms 2000 out of
-// range 0..1000".
-var roomProblem = regexp.MustCompile(`^([a-z0-9_]+) (.+)$`)
+// range 0..1000" (key, value, problem).
+var roomProblem = regexp.MustCompile(`^([a-z0-9_]+) (\S+) (.+)$`)
 
 // roomError names a problem of room.Config.Validate by its YAML path
 // below prefix (duplex.sim_room).
 func roomError(prefix string, err error) *field.Error {
 	msg := strings.TrimPrefix(err.Error(), room.ErrConfig.Error()+": ")
 	if m := roomProblem.FindStringSubmatch(msg); m != nil {
-		return &field.Error{Path: field.Join(prefix, m[1]), Problem: m[2]}
+		return &field.Error{Path: field.Join(prefix, m[1]), Value: m[2], Problem: m[3]}
 	}
 	return &field.Error{Path: prefix, Problem: msg}
 }
@@ -176,9 +221,48 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	a.speaker = aec.NewTap(a.speaker, ref, a.clk)
 	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB})
 	a.mic = src
+	a.aecRef, a.aecSrc = ref, src
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
 		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression)
+	if d.Duck.Enabled {
+		// Above the tap: the reference is exactly what the device plays,
+		// ducked or not.
+		dk, err := duck.New(a.speaker, d.Duck.config(), a.clk, a.reg)
+		if err != nil {
+			return nil, &field.Error{Path: duplexSection + ".duck", Problem: err.Error()}
+		}
+		a.speaker, a.ducker = dk, dk
+		a.log.Info("duplex: local ducking on", "depth_db", d.Duck.DepthDB, "hold_ms", d.Duck.HoldMS)
+	}
 	return src, nil
+}
+
+// duckOnStart is the capture pump's FrameSink when ducking is on: the start
+// of an utterance (the user may be talking over the robot) ducks the
+// robot's voice at once; the duck ignores it when nothing plays.
+type duckOnStart struct {
+	capture.FrameSink
+	d *duck.Sink
+}
+
+func (s duckOnStart) SendMic(f *capture.Frame) bool {
+	if f.Flag == protocol.FlagStart {
+		s.d.Duck()
+	}
+	return s.FrameSink.SendMic(f)
+}
+
+// duckingTTS tells the duck about interrupts, so a true barge-in keeps the
+// voice down until playback stops instead of restoring it after the hold.
+type duckingTTS struct {
+	uplink.TTSSink
+	d *duck.Sink
+}
+
+func (t duckingTTS) Interrupt(id uint32) uint32 {
+	r := t.TTSSink.Interrupt(id)
+	t.d.Interrupted()
+	return r
 }
 
 // simSpeechTap makes a simulated speaker a tappedSink in gate mode, so a

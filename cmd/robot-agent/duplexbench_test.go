@@ -67,14 +67,21 @@ func TestDuplexBenchAnyWAVs(t *testing.T) {
 func TestDuplexConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "c.yaml")
-	os.WriteFile(bad, []byte("duplex:\n  aec: magic\n  double_talk_db: 99\n"), 0o644)
+	os.WriteFile(bad, []byte("duplex:\n  aec: magic\n  double_talk_db: 99\n  duck:\n    hold_ms: 5\n  sim_room:\n    delay_ms: 9999\n"), 0o644)
 	code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", bad)
-	if code != 2 || !strings.Contains(errs, `duplex.aec: "magic": want auto, none`) || !strings.Contains(errs, "duplex.double_talk_db: 99: want 0..60") {
-		t.Errorf("exit %d, stderr %q", code, errs)
+	// Every problem at once, in the yaml.path: value: problem form.
+	for _, want := range []string{`duplex.aec: "magic": want auto, none, webrtc, speex`, "duplex.double_talk_db: 99: want 0..60",
+		"duplex.duck.hold_ms: 5: want 50..30000", "duplex.sim_room.delay_ms: 9999: out of range"} {
+		if code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("exit %d, stderr %q: want %q", code, errs, want)
+		}
 	}
 	typo := filepath.Join(dir, "t.yaml")
-	os.WriteFile(typo, []byte("duplex:\n  aecc: none\n"), 0o644)
-	if code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", typo); code != 2 || !strings.Contains(errs, `duplex.aecc: unknown key (did you mean aec?; line 2)`) {
-		t.Errorf("typo: exit %d, stderr %q", code, errs)
+	os.WriteFile(typo, []byte("duplex:\n  aecc: none\n  duck:\n    enable: true\n"), 0o644)
+	code, _, errs = runCLI("run", "--sim", "--duration", "1s", "--config", typo)
+	for _, want := range []string{`duplex.aecc: unknown key (did you mean aec?; line 2)`, `duplex.duck.enable: unknown key (did you mean enabled?; line 4)`} {
+		if code != 2 || !strings.Contains(errs, want) {
+			t.Errorf("typo: exit %d, stderr %q: want %q", code, errs, want)
+		}
 	}
 }

@@ -35,17 +35,18 @@ func pactl(t *testing.T, args ...string) string {
 // echo canceller on: it must not interrupt itself. Then a user phrase is
 // played into the mic's sink mid-reply: it must reach the gateway through
 // the canceller and interrupt the reply.
+//
+// Opt-in (ROBOT_AGENT_FULL_DUPLEX_E2E=1, make test-full-duplex): it passes
+// on an idle machine but not reliably at load average 6-14, where residual
+// echo after a device stall can still start an utterance (docs/audio.md,
+// "Known limit"); in make test it would make CI flaky.
 func TestRealFullDuplexEchoPath(t *testing.T) {
-	// Opt-in until it is reliable: it passed on the branch, but after
-	// merging main (PortAudio's device-clock DeviceLatency) the robot
-	// interrupted itself once in its first reply in two runs out of two.
-	// Run it with ROBOT_AGENT_FULL_DUPLEX_E2E=1 under scripts/with-pulse.sh.
-	if os.Getenv("ROBOT_AGENT_FULL_DUPLEX_E2E") == "" {
-		t.Skip("opt-in (ROBOT_AGENT_FULL_DUPLEX_E2E=1): self-interruption in the first reply on the real PulseAudio echo path is not fixed yet (docs/audio.md)")
+	if os.Getenv("ROBOT_AGENT_FULL_DUPLEX_E2E") != "1" {
+		t.Skip("opt-in: ROBOT_AGENT_FULL_DUPLEX_E2E=1 (make test-full-duplex); not yet reliable on a loaded machine, docs/benchmarks.md \"Full-duplex PulseAudio test\"")
 	}
 	sinkName := os.Getenv("ROBOT_AGENT_PULSE_SINK")
 	if sinkName == "" {
-		hwtest.SkipOrFail(t, "not under scripts/with-pulse.sh")
+		hwtest.SkipOrFail(t, "no PulseAudio: not under scripts/with-pulse.sh (the test builds its echo path with pactl)")
 	}
 	for _, tool := range []string{"pactl", "paplay", "espeak-ng"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -84,12 +85,27 @@ func TestRealFullDuplexEchoPath(t *testing.T) {
 	if !mic.Up() || !spk.Up() {
 		hwtest.SkipOrFail(t, "the devices did not open")
 	}
+	// The probe places both streams on the agent clock as the canceller
+	// does and reports the residual echo delay it has to find.
+	t0 := clk.Mono()
+	farEnv, micEnv := newEnvTimeline(t0, 60*time.Second), newEnvTimeline(t0, 60*time.Second)
+	pspk := &probeSpk{realSpeaker: spk, clk: clk, env: farEnv}
+	pmic := &probeMic{AudioSource: mic, lr: mic, clk: clk, env: micEnv}
 	gw := gateway.Config{Token: "sim-token", Speed: 4, NoEcho: true}
-	a, err := newAgent(cfg, agentOptions{mic: mic, speaker: spk, gwConfig: &gw}, clk, reg, log)
+	a, err := newAgent(cfg, agentOptions{mic: pmic, speaker: pspk, gwConfig: &gw}, clk, reg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if a.aecSrc == nil {
+		t.Fatal("no echo canceller in a webrtcapm build")
+	}
 	ra := runAgent(t, a)
+	stopSampler := sampleAlignment(t, a, clk)
+	defer func() {
+		stopSampler()
+		t.Logf("echo path seen by the probe (residual delay beyond the device latencies, per window):%s",
+			echoReport(farEnv, micEnv, clk.Mono()-t0, 2*time.Second))
+	}()
 	waitUntil(t, 5*time.Second, "gateway session", func() bool { return ra.a.client.Up() })
 
 	// A long reply (about 13 s of espeak-ng speech at 0 dB echo gain).
@@ -111,13 +127,21 @@ func TestRealFullDuplexEchoPath(t *testing.T) {
 	if out, err := exec.Command("espeak-ng", "-v", "en+f3", "-a", "200", "-w", user, "Stop! Stop, that is enough, thank you.").CombinedOutput(); err != nil {
 		t.Fatalf("espeak-ng: %v: %s", err, out)
 	}
+	play := exec.Command("paplay", "--device="+sinkName, user)
 	said := time.Now()
-	if out, err := exec.Command("paplay", "--device="+sinkName, user).CombinedOutput(); err != nil {
-		t.Fatalf("paplay: %v: %s", err, out)
+	if err := play.Start(); err != nil {
+		t.Fatalf("paplay: %v", err)
 	}
+	defer play.Wait()
 	waitUntil(t, 4*time.Second, "the user's phrase interrupting the reply", func() bool {
 		_, i := ra.a.progress.counts()
 		return i >= 1
 	})
-	t.Logf("interrupted %v after the user started talking", time.Since(said).Round(10*time.Millisecond))
+	// paplay's start-up and the 80 ms path are in this figure: an
+	// interrupt sooner than the path plus the VAD's minimum speech came
+	// from the robot's own voice.
+	if el := time.Since(said); el < 100*time.Millisecond {
+		t.Fatalf("interrupted %v after paplay started the user's phrase: before the phrase could be heard (the robot interrupted itself)", el)
+	}
+	t.Logf("interrupted %v after paplay started the user's phrase", time.Since(said).Round(10*time.Millisecond))
 }

@@ -18,9 +18,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/robot-agent/robot-agent/aec"
 	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/duck"
 	"github.com/robot-agent/robot-agent/gateway"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/hw/sim"
@@ -227,6 +229,9 @@ type agent struct {
 	gwURL    string
 	mic      hw.AudioSource
 	speaker  hw.AudioSink
+	aecRef   *aec.Reference // full duplex: the far-end reference (nil: no canceller)
+	aecSrc   *aec.Source    // full duplex: the cancelling mic (nil: no canceller)
+	ducker   *duck.Sink     // full duplex with local ducking (nil: off)
 	player   *playback.Player
 	pump     *capture.Pump
 	client   *uplink.Client
@@ -322,7 +327,11 @@ func (a *agent) build() (err error) {
 	ucfg.Heartbeat = opts.svc.heartbeat("uplink", 20*time.Second)
 	// An interrupt also drops what the device itself has queued (real
 	// devices with a flushable queue; a no-op otherwise).
-	tagger := newSessionTagger(withDeviceFlush(a.player, a.speaker))
+	var ttsOut uplink.TTSSink = withDeviceFlush(a.player, a.speaker)
+	if a.ducker != nil {
+		ttsOut = duckingTTS{TTSSink: ttsOut, d: a.ducker} // an interrupt keeps the duck (duplex.go)
+	}
+	tagger := newSessionTagger(ttsOut)
 	var tts uplink.TTSSink = tagger
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
@@ -339,7 +348,11 @@ func (a *agent) build() (err error) {
 		return err
 	}
 	a.control.emit = a.client.Emit
-	a.pump, err = capture.NewPump(captureConfig(cfg.Audio), a.mic, a.client, clk, reg, log)
+	var micOut capture.FrameSink = a.client
+	if a.ducker != nil {
+		micOut = duckOnStart{FrameSink: a.client, d: a.ducker} // an utterance start ducks the robot (duplex.go)
+	}
+	a.pump, err = capture.NewPump(captureConfig(cfg.Audio), a.mic, micOut, clk, reg, log)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ support:
 		{"duplex", `duplex.aec: "magic": want auto, none, webrtc, speex (set by duplex.aec or $ROBOT_AGENT_AEC)`},
 		{"duplex", `duplex.double_talk_db: 99: want 0..60`},
 		{"duplex", `duplex.sim_echo: "loud": want moderate or none`},
-		{"duplex", `duplex.sim_room.delay_ms: 5000 out of range 0..1000`},
+		{"duplex", `duplex.sim_room.delay_ms: 5000: out of range 0..1000`},
 		{"audio_codec", `audio_codec.opus: "maybe": want auto, on or off`},
 		{"audio_codec", `audio_codec.bitrate: 1000: want 6000..128000 (bit/s)`},
 		{"audio_codec", `audio_codec.gateway: "aac": want pcm or opus`},
