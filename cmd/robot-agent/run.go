@@ -323,9 +323,10 @@ func (a *agent) build() (err error) {
 		ucfg.URL, ucfg.Token = a.gwURL, "sim-token"
 	}
 	ucfg.Heartbeat = opts.svc.heartbeat("uplink", 20*time.Second)
-	// An interrupt also drops what the device itself has queued (real
-	// devices with a flushable queue; a no-op otherwise).
-	tagger := newSessionTagger(withDeviceFlush(a.player, a.speaker))
+	// An interrupt also drops what the device itself has queued: the
+	// player flushes the sink it runs on (hw.Flusher behind Unwrap
+	// wrappers) itself, once, in Interrupt and ResetSession.
+	tagger := newSessionTagger(a.player)
 	var tts uplink.TTSSink = tagger
 	if opts.wrapTTS != nil {
 		tts = opts.wrapTTS(tts)
