@@ -16,9 +16,14 @@ import (
 // operation to look at) and plays from the stage. Once per Fill it updates
 // a smoothed buffer level (ring + stage) and compares it with
 //
-//	target = clamp(quantile + chunk/2 + 5 ms, MinDelayMS, MaxDelayMS)
+//	target = clamp(quantile + chunk/2, MinDelayMS, MaxDelayMS)
 //
 // (chunk is the typical pushed chunk: the level saw-tooths by one chunk).
+// The quantile is not fixed: a concealment budget controller (budget) moves
+// the tail the target leaves uncovered (jitter.Manager.SetTailScale) until
+// the concealed share of the output settles at ConcealBudget; one underrun
+// counts for at most 1 s of it (a longer outage is not jitter a deeper
+// buffer could have covered).
 // Above target + 5 ms it removes pitch periods (timestretch.Accelerate),
 // at StretchPct of the output rising to CatchUpPct 15 ms further up; below
 // target - 5 ms it inserts them (Decelerate) at StretchPct; and when the
