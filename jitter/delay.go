@@ -37,7 +37,7 @@ const (
 	DefaultBucketMS     = 5
 	DefaultRangeMS      = 3000
 	DefaultQuantile     = 0.985
-	DefaultForgetFactor = 0.9993 // per observation: ~28 s memory at 50 chunks/s
+	DefaultForgetFactor = 0.9998 // per observation: ~100 s memory at 50 chunks/s
 	DefaultWindowMS     = 2000
 )
 
@@ -50,7 +50,7 @@ type Config struct {
 	// Quantile of relative delay the target covers (default 0.985).
 	Quantile float64
 	// ForgetFactor is how much of the histogram's mass survives each new
-	// observation (default 0.9993).
+	// observation (default 0.9998).
 	ForgetFactor float64
 	// WindowMS is how far back the fastest arrival is looked for (2000).
 	WindowMS int
@@ -113,6 +113,7 @@ type Manager struct {
 	wn     int // entries in win since Reset
 	target atomic.Int64
 	ahead  atomic.Int64
+	tail   atomic.Uint64 // float64 bits: scale of 1-Quantile (SetTailScale)
 	last   time.Duration // last relative delay
 }
 
@@ -122,7 +123,9 @@ func New(cfg Config) (*Manager, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	return &Manager{cfg: cfg, hist: make([]float64, cfg.RangeMS/cfg.BucketMS)}, nil
+	m := &Manager{cfg: cfg, hist: make([]float64, cfg.RangeMS/cfg.BucketMS)}
+	m.tail.Store(math.Float64bits(1))
+	return m, nil
 }
 
 // Reset starts a new stream timeline (a new response): the reference
@@ -185,7 +188,7 @@ func (m *Manager) observe(rel time.Duration) {
 	}
 	m.hist[b] += 1 - f
 	// Quantile: the upper edge of the bucket where the mass crosses it.
-	q, sum := m.cfg.Quantile, 0.0
+	q, sum := 1-(1-m.cfg.Quantile)*math.Float64frombits(m.tail.Load()), 0.0
 	k := len(m.hist) - 1
 	for i, p := range m.hist {
 		sum += p
@@ -199,6 +202,18 @@ func (m *Manager) observe(rel time.Duration) {
 		ms = 0 // no measurable jitter
 	}
 	m.target.Store(ms * int64(m.cfg.SampleRate) / 1000)
+}
+
+// SetTailScale scales the tail the target leaves uncovered: the target
+// becomes the 1-(1-Quantile)*s quantile from the next arrival on. A caller
+// that measures how much audio it had to conceal uses it to spend a
+// concealment budget (playback does). s is clamped to [1/16, 4]. Any
+// goroutine.
+func (m *Manager) SetTailScale(s float64) {
+	if !(s >= 1.0/16) { // also NaN
+		s = 1.0 / 16
+	}
+	m.tail.Store(math.Float64bits(min(s, 4)))
 }
 
 // TargetSamples returns the current quantile of relative delay, in samples

@@ -2,6 +2,7 @@ package jitter
 
 import (
 	"errors"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -54,9 +55,18 @@ func TestForgetsOldJitter(t *testing.T) {
 	feed(m, 3000, 1, func() time.Duration { return time.Duration(rng.Float64() * float64(200*time.Millisecond)) })
 	high := m.TargetSamples()
 	m.Reset()
-	feed(m, 6000, 1, func() time.Duration { return 0 }) // two quiet minutes
+	// The default memory is ~100 s (0.9998 per 20 ms chunk): the old
+	// spell's mass falls under the 1.5 % tail after ~7 minutes of calm.
+	feed(m, 24000, 1, func() time.Duration { return 0 }) // eight quiet minutes
 	if low := m.TargetSamples(); low >= high/4 {
-		t.Errorf("target %d samples after two quiet minutes, %d before: not forgetting", low, high)
+		t.Errorf("target %d samples after eight quiet minutes, %d before: not forgetting", low, high)
+	}
+	fast, _ := New(Config{ForgetFactor: 0.9993}) // ~28 s memory forgets in two minutes
+	feed(fast, 3000, 1, func() time.Duration { return time.Duration(rng.Float64() * float64(200*time.Millisecond)) })
+	fast.Reset()
+	feed(fast, 6000, 1, func() time.Duration { return 0 })
+	if low := fast.TargetSamples(); low >= high/4 {
+		t.Errorf("ForgetFactor 0.9993: target %d samples after two quiet minutes, %d before", low, high)
 	}
 }
 
@@ -68,6 +78,26 @@ func TestAheadOfRealTime(t *testing.T) {
 	}
 	if m.TargetSamples() != 0 {
 		t.Errorf("4x stream: target %d, want 0 (never late)", m.TargetSamples())
+	}
+}
+
+func TestTailScale(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	target := func(scale float64) int64 {
+		m, _ := New(Config{})
+		m.SetTailScale(scale)
+		feed(m, 3000, 1, func() time.Duration { return time.Duration(rng.ExpFloat64() * float64(20*time.Millisecond)) })
+		return m.TargetSamples()
+	}
+	wide, base, narrow := target(2), target(1), target(0.25)
+	if !(wide < base && base < narrow) {
+		t.Errorf("targets with tail scale 2, 1, 0.25: %d, %d, %d samples; want increasing", wide, base, narrow)
+	}
+	m, _ := New(Config{})
+	m.SetTailScale(math.NaN()) // clamped, not propagated
+	feed(m, 100, 1, func() time.Duration { return 5 * time.Millisecond })
+	if m.TargetSamples() < 0 {
+		t.Error("NaN tail scale broke the target")
 	}
 }
 

@@ -25,13 +25,14 @@ var rank = map[string]int{
 	"clock": 0, "metrics": 0, "protocol": 0, "config/field": 0,
 	"codec/pcm": 0, "codec/resample": 0, "codec/jpeg": 0,
 	"doctor": 0, "build": 0, "layering": 0,
-	"jitter": 0, "timestretch": 0, // playout DSP cores (issue 11)
+	"jitter":              0, // playout delay estimator (issue 11)
 	"internal/faultproxy": 0,
 	// Shared types and the device seams.
 	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1, "vad": 1,
 	// The configuration file's schema: no pipeline stage or driver (see
 	// confined).
-	"config": 1,
+	"config":      1,
+	"timestretch": 1, // WSOLA time-stretch over codec/pcm (issue 11)
 	// Signal processing on the seams.
 	"room": 2,
 	"aec":  3,

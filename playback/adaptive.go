@@ -1,6 +1,7 @@
 package playback
 
 import (
+	"math"
 	"time"
 
 	"github.com/robot-agent/robot-agent/timestretch"
@@ -15,36 +16,52 @@ import (
 // operation to look at) and plays from the stage. Once per Fill it updates
 // a smoothed buffer level (ring + stage) and compares it with
 //
-//	target = clamp(quantile + chunk/2 + 5 ms, MinDelayMS, MaxDelayMS)
+//	target = clamp(quantile + chunk/2, MinDelayMS, MaxDelayMS)
 //
 // (chunk is the typical pushed chunk: the level saw-tooths by one chunk).
-// Above target + 10 ms it removes one pitch period at the start of the
-// stage (timestretch.Accelerate), below target - 10 ms it inserts one
-// (Decelerate), no more often than StretchPct percent of the output. It
-// does not accelerate while the stream arrives faster than real time (a
-// gateway streaming ahead, or the catch-up burst after a stall: the
-// excess there is not delay the user hears), nor once the response's audio
-// has all arrived, nor when the buffer holds more than 2*MaxDelayMS (that
-// is a reply streamed ahead, not jitter). An underrun is concealed by a
-// fade to silence; playback resumes as soon as min(target, PrebufferMS) is
-// buffered again, and the delay the underrun added is then taken out by
-// accelerating.
+// The quantile is not fixed: a concealment budget controller (budget) moves
+// the tail the target leaves uncovered (jitter.Manager.SetTailScale) until
+// the concealed share of the output settles at ConcealBudget; one underrun
+// counts for at most 1 s of it (a longer outage is not jitter a deeper
+// buffer could have covered).
+// Above target + 5 ms it removes pitch periods (timestretch.Accelerate),
+// at StretchPct of the output rising to CatchUpPct 15 ms further up; below
+// target - 5 ms it inserts them (Decelerate) at StretchPct; and when the
+// instantaneous level falls more than one chunk below target (arrivals are
+// late: a network block or a late frame holding up the ones behind it) it
+// slows down at up to ExpandPct, the emptier the faster, so the buffer
+// lasts longer and less of the gap is concealed with silence. Rates count
+// the samples actually removed or inserted. In pauses (quiet windows) the
+// rate limit does not apply: shortening or lengthening silence is not
+// heard, so most of the adjustment lands between words. It does not
+// accelerate while the stream arrives faster than real time (a gateway
+// streaming ahead, or the catch-up burst after a stall: the excess there
+// is not delay the user hears), nor stretch at all once the response's
+// audio has all arrived, nor accelerate when the buffer holds more than
+// 2*MaxDelayMS (that is a reply streamed ahead, not jitter). An underrun
+// is concealed by a fade to silence; playback resumes as soon as
+// min(target, PrebufferMS) is buffered again (10 ms after an underrun),
+// and the delay the underrun added is then taken out by accelerating.
 type adaptive struct {
-	st          *timestretch.Stretcher
-	buf         []int16 // stage storage
-	rd, wr      int     // stage holds buf[rd:wr]
-	need        int     // samples one stretch operation looks at
-	credit      int64   // source samples to add to played once rd passes creditAt
-	creditAt    int
-	level       float64 // smoothed buffer level, samples
-	target      int64   // samples
-	sinceOp     int64   // output samples since the last stretch operation
-	spacing     int64   // output samples per stretched sample (100/StretchPct)
-	fastSpacing int64   // the same for CatchUpPct
-	minD        int64
-	maxD        int64
-	fromStage   bool // an interrupt fade takes its samples from the stage
-	off         bool // StretchPct < 0: never stretch
+	st            *timestretch.Stretcher
+	buf           []int16 // stage storage
+	rd, wr        int     // stage holds buf[rd:wr]
+	need          int     // samples one stretch operation looks at
+	credit        int64   // source samples to add to played once rd passes creditAt
+	creditAt      int
+	level         float64 // smoothed buffer level, samples
+	target        int64   // samples
+	sinceOp       int64   // output samples since the last stretch operation
+	spacing       int64   // output samples per stretched sample (100/StretchPct)
+	fastSpacing   int64   // the same for CatchUpPct
+	expandSpacing int64   // the same for ExpandPct
+	lastOp        int64   // samples removed or inserted by the last operation
+	logTail       float64 // concealment budget controller state (log of the tail scale)
+	episode       int64   // samples concealed in the current underrun episode
+	minD          int64
+	maxD          int64
+	fromStage     bool // an interrupt fade takes its samples from the stage
+	off           bool // StretchPct < 0: never stretch
 }
 
 const (
@@ -52,7 +69,43 @@ const (
 	stretchHyst   = 5 * samplesPerMS  // samples either side of the target
 	catchUpExcess = 15 * samplesPerMS // this far above target+hysteresis, accelerate at CatchUpPct
 	targetMargin  = 0
+	quietOps      = 4 // operations at once in a pause
+	quietRounds   = 8 // stage refills for more of them in one Fill
+
+	// Concealment budget: every concealed output sample lowers the log of
+	// the jitter tail scale by budgetGain, every played one raises it by
+	// budgetGain*ConcealBudget, so over time the concealed share of the
+	// output settles at the budget (the target quantile moves up on a
+	// network that needs it, down on one that does not). 1 % above budget
+	// for a minute halves the tail; one 300 ms gap lowers it by 30 %.
+	budgetGain    = 0.693 / (0.01 * 60 * sampleRate)
+	minLogTail    = -2.08 // tail scale 1/8
+	budgetEpisode = 1000 * samplesPerMS
+	maxLogTail    = 0.69 // tail scale 2
 )
+
+// budget runs the concealment budget controller once per Fill.
+func (p *Player) budget() {
+	a := &p.ad
+	if a.off || p.fillPlay+p.fillConc == 0 {
+		return
+	}
+	// One underrun episode counts for at most budgetEpisode: an outage of
+	// seconds is not jitter a deeper buffer could have covered.
+	conc := p.fillConc
+	if p.underrun || p.fading {
+		conc = max(0, min(conc, budgetEpisode-a.episode))
+		a.episode += p.fillConc
+	} else {
+		a.episode = 0
+	}
+	d := budgetGain * (p.cfg.ConcealBudget*float64(p.fillPlay) - float64(conc))
+	l := min(max(a.logTail+d, minLogTail), maxLogTail)
+	if l != a.logTail {
+		a.logTail = l
+		p.dm.SetTailScale(math.Exp(l))
+	}
+}
 
 func (a *adaptive) init(cfg Config, st *timestretch.Stretcher) {
 	a.st = st
@@ -60,6 +113,8 @@ func (a *adaptive) init(cfg Config, st *timestretch.Stretcher) {
 	a.buf = make([]int16, 3*a.need+st.MaxLag())
 	a.spacing = int64(100 / max(cfg.StretchPct, 1))
 	a.fastSpacing = int64(100 / max(cfg.CatchUpPct, cfg.StretchPct, 1))
+	a.expandSpacing = int64(100 / max(cfg.ExpandPct, cfg.StretchPct, 1))
+	a.lastOp = int64(st.MaxLag())
 	a.off = cfg.StretchPct < 0
 	a.minD = int64(cfg.MinDelayMS * samplesPerMS)
 	a.maxD = int64(cfg.MaxDelayMS * samplesPerMS)
@@ -189,7 +244,20 @@ func (p *Player) fillAdaptive(dst []int16) {
 				}
 				continue
 			}
-			p.maybeStretch(ended)
+			// In a pause, stretch operations repeat (refilling the stage
+			// between them) while the level is still off target.
+			retry := false
+			for k := 0; p.maybeStretch(ended) && k < quietRounds; k++ {
+				if r := p.refill(a.need + len(dst) - i); r == refRetry {
+					retry = true
+					break
+				} else if r == refOther {
+					break
+				}
+			}
+			if retry || a.len() == 0 {
+				continue
+			}
 			i += p.playStage(dst[i:])
 		}
 	}
@@ -211,48 +279,109 @@ func (p *Player) readyAdaptive() bool {
 	return s != nil && s.Resp > p.cur
 }
 
-// maybeStretch runs one time-stretch operation on the stage when the level
+// maybeStretch runs time-stretch operations on the stage when the level
 // is off target and the rate limit allows.
-func (p *Player) maybeStretch(ended bool) {
+//
+// Rates are counted in samples actually removed or inserted: after an
+// operation of L samples the next one waits L*spacing output samples, so
+// StretchPct and CatchUpPct are the real speed changes. In a pause (the
+// stage's window is quiet, timestretch.Quiet) the rate limit does not
+// apply and up to quietOps operations run at once: shortening or
+// lengthening silence is not heard, so catch-up and build-up prefer the
+// pauses between words.
+//
+// Besides the smoothed level, the instantaneous level (ring + stage) is
+// watched: when it falls more than one chunk below the target the stream
+// is late (a network block has begun, or a late frame holds up the ones
+// behind it), and the player slows down at up to ExpandPct, the faster the
+// emptier the buffer, so what is buffered lasts longer and less of the
+// gap, if it goes on, has to be concealed with silence. The delay this
+// adds is the delay an underrun would have added; it is taken out again by
+// accelerating once audio is back.
+func (p *Player) maybeStretch(ended bool) (more bool) {
 	a := &p.ad
-	if a.off || a.len() < a.need || a.credit != 0 {
-		return
+	if a.off || ended {
+		return false
 	}
-	lvl := int64(a.level)
-	// The further above target, the faster the catch-up: StretchPct at the
-	// hysteresis edge rising linearly to CatchUpPct at catchUpExcess.
-	spacing := a.spacing
-	if ex := lvl - a.target - stretchHyst; ex > 0 {
-		f := min(1, float64(ex)/catchUpExcess)
-		spacing = int64(float64(a.spacing) + f*float64(a.fastSpacing-a.spacing))
-	}
-	if a.sinceOp < int64(a.st.MaxLag())*spacing {
-		return
-	}
-	switch {
-	case lvl > a.target+stretchHyst && !ended && lvl < 2*a.maxD && p.dm.Ahead() < 100*time.Millisecond:
-		L, ok := a.st.Accelerate(a.buf[a.rd:a.wr])
-		if !ok {
-			return
+	for k := 0; k < quietOps; k++ {
+		if a.len() < a.need {
+			return k > 0
 		}
-		a.wr -= L
-		a.credit, a.creditAt = int64(L), a.rd+L
-		a.sinceOp = 0
-		a.level -= float64(L)
-		p.stretchedTotal.Add(int64(L))
-		p.m.accelerated.Add(int64(L))
-	case lvl+stretchHyst < a.target && !ended:
-		x, L, ok := a.st.Decelerate(a.buf[a.rd:a.wr:len(a.buf)])
-		if !ok {
-			return
+		lvl := int64(a.level)
+		inst := p.depth.Load() - p.fillTaken + int64(a.len())
+		quiet := a.st.Quiet(a.buf[a.rd:a.wr])
+		if k > 0 && !quiet {
+			return false
 		}
-		a.wr = a.rd + len(x)
-		a.credit, a.creditAt = -int64(L), a.rd+3*L
+		low := a.target - p.chunkEMA.Load() // starving below this
+		var accel bool
+		spacing := a.spacing
+		switch {
+		case lvl > a.target+stretchHyst && inst >= low && lvl < 2*a.maxD && p.dm.Ahead() < 100*time.Millisecond:
+			// The further above target, the faster the catch-up: StretchPct
+			// at the hysteresis edge rising linearly to CatchUpPct at
+			// catchUpExcess.
+			accel = true
+			f := min(1, float64(lvl-a.target-stretchHyst)/catchUpExcess)
+			spacing = int64(float64(a.spacing) + f*float64(a.fastSpacing-a.spacing))
+		case low > 0 && inst < low:
+			f := min(1, float64(low-inst)/float64(low))
+			spacing = int64(float64(a.spacing) + f*float64(a.expandSpacing-a.spacing))
+		case lvl+stretchHyst < a.target:
+		default:
+			return false
+		}
+		if quiet {
+			spacing = 1 // in a pause: up to one removed or inserted sample per output sample
+		}
+		if a.sinceOp < a.lastOp*spacing {
+			return false
+		}
+		if accel {
+			L, ok := a.st.Accelerate(a.buf[a.rd:a.wr])
+			if !ok {
+				return false
+			}
+			a.wr -= L
+			a.addCredit(int64(L), a.rd+L)
+			a.level -= float64(L)
+			p.stretchedTotal.Add(int64(L))
+			p.m.accelerated.Add(int64(L))
+			a.lastOp = int64(L)
+		} else {
+			if a.wr+a.st.MaxLag() > len(a.buf) {
+				return false
+			}
+			x, L, ok := a.st.Decelerate(a.buf[a.rd:a.wr:len(a.buf)])
+			if !ok {
+				return false
+			}
+			a.wr = a.rd + len(x)
+			a.addCredit(-int64(L), a.rd+3*L)
+			a.level += float64(L)
+			p.stretchedTotal.Add(int64(L))
+			p.m.decelerated.Add(int64(L))
+			a.lastOp = int64(L)
+		}
 		a.sinceOp = 0
-		a.level += float64(L)
-		p.stretchedTotal.Add(int64(L))
-		p.m.decelerated.Add(int64(L))
+		if !quiet {
+			return false
+		}
 	}
+	return true
+}
+
+// addCredit records that the source position moves by c samples (removed
+// > 0, inserted < 0) once the stage's read index passes at. Several quiet
+// operations in a row add up; the credit is applied when the last of their
+// points is passed.
+func (a *adaptive) addCredit(c int64, at int) {
+	if a.credit == 0 {
+		a.creditAt = at
+	} else {
+		a.creditAt = max(a.creditAt, at)
+	}
+	a.credit += c
 }
 
 // playStage copies stage samples into dst (with the fade-in ramp).

@@ -129,6 +129,9 @@ const (
 	DefaultMaxDelayMS   = 2000
 	DefaultStretchPct   = 5
 	DefaultCatchUpPct   = 40
+	DefaultExpandPct    = 25
+	// DefaultConcealBudget: under the 1 % of issue 11 with a margin.
+	DefaultConcealBudget = 0.009
 )
 
 // Policy is how the player reacts to jitter.
@@ -208,9 +211,18 @@ type Config struct {
 	// playback, in percent of real time (default 5; negative: never
 	// stretch, the adaptive start/resume and concealment stay).
 	StretchPct int
-	// CatchUpPct is the speed-up used while the buffer is more than 40 ms
+	// CatchUpPct is the speed-up used while the buffer is more than 20 ms
 	// above target (after an underrun or a burst), default 40.
 	CatchUpPct int
+	// ExpandPct is the most the adaptive player slows down while the
+	// buffer drains because arrivals are late (more than one chunk below
+	// target), default 25: what is buffered lasts longer and less of a
+	// network block is concealed with silence.
+	ExpandPct int
+	// ConcealBudget is the share of the output the adaptive player aims
+	// to conceal at most (default 0.009): it widens or narrows the jitter
+	// quantile it targets until the concealed share settles there.
+	ConcealBudget float64
 	// Jitter tunes the delay estimator (zero fields: jitter defaults).
 	Jitter jitter.Config
 }
@@ -250,6 +262,12 @@ func (c Config) withDefaults() Config {
 	if c.CatchUpPct == 0 {
 		c.CatchUpPct = DefaultCatchUpPct
 	}
+	if c.ExpandPct == 0 {
+		c.ExpandPct = DefaultExpandPct
+	}
+	if c.ConcealBudget == 0 {
+		c.ConcealBudget = DefaultConcealBudget
+	}
 	return c
 }
 
@@ -284,6 +302,10 @@ func (c Config) Validate() error {
 		return bad("MinDelayMS=%d MaxDelayMS=%d must satisfy 0 <= MinDelayMS <= MaxDelayMS <= 60000", c.MinDelayMS, c.MaxDelayMS)
 	case c.CatchUpPct < 1 || c.CatchUpPct > 50:
 		return bad("CatchUpPct=%d out of range [1, 50]", c.CatchUpPct)
+	case !(c.ConcealBudget > 0 && c.ConcealBudget < 0.5):
+		return bad("ConcealBudget=%g out of range (0, 0.5)", c.ConcealBudget)
+	case c.ExpandPct < 1 || c.ExpandPct > 50:
+		return bad("ExpandPct=%d out of range [1, 50]", c.ExpandPct)
 	case c.StretchPct > 25:
 		return bad("StretchPct=%d out of range [1, 25] (negative disables stretching)", c.StretchPct)
 	}
@@ -760,6 +782,9 @@ func (p *Player) Fill(dst []int16) {
 		p.fillAdaptive(dst)
 	} else {
 		p.fillStall(dst)
+	}
+	if p.cfg.Policy == PolicyAdaptive {
+		p.budget()
 	}
 	p.flushFill()
 }

@@ -113,6 +113,9 @@ func TestConfigValidate(t *testing.T) {
 		{"fade negative", Config{FadeMS: -1}, "FadeMS=-1 out of range"},
 		{"fade too long", Config{FadeMS: 51}, "FadeMS=51 out of range"},
 		{"period negative", Config{PeriodFrames: -240}, "PeriodFrames=-240 out of range"},
+		{"expand too fast", Config{ExpandPct: 60}, "ExpandPct=60 out of range"},
+		{"budget negative", Config{ConcealBudget: -0.01}, "ConcealBudget=-0.01 out of range"},
+		{"budget too big", Config{ConcealBudget: 0.5}, "ConcealBudget=0.5 out of range"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,7 +137,8 @@ func TestConfigValidate(t *testing.T) {
 	}
 	p, _, _ := newTestPlayer(t, Config{})
 	want := Config{SlotSamples: 480, Slots: 16384, PrebufferMS: 60, FadeMS: 4, PeriodFrames: 240,
-		ChunkSlots: 64, PreallocMS: 10000, MinDelayMS: 20, MaxDelayMS: 2000, StretchPct: 5, CatchUpPct: 40}
+		ChunkSlots: 64, PreallocMS: 10000, MinDelayMS: 20, MaxDelayMS: 2000, StretchPct: 5, CatchUpPct: 40,
+		ExpandPct: 25, ConcealBudget: 0.009}
 	if p.Config() != want {
 		t.Errorf("defaults = %+v, want %+v", p.Config(), want)
 	}

@@ -28,6 +28,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/robot-agent/robot-agent/codec/pcm"
 )
 
 // ErrConfig wraps every Config validation error.
@@ -103,17 +105,29 @@ func (s *Stretcher) Need() int { return 2 * s.cfg.MaxLag }
 // remove or insert.
 func (s *Stretcher) MaxLag() int { return s.cfg.MaxLag }
 
+// Quiet reports whether the Need() samples at the start of x (fewer if x
+// is shorter) are below QuietLevel: a pause, where an operation is
+// inaudible whatever the signal's periodicity, so a caller may stretch
+// there more often than in speech. It does not allocate.
+func (s *Stretcher) Quiet(x []int16) bool {
+	x = x[:min(len(x), s.Need())]
+	if len(x) == 0 {
+		return false
+	}
+	var e float64
+	for _, v := range x {
+		e += float64(v) * float64(v)
+	}
+	return math.Sqrt(e/float64(len(x))) < s.cfg.QuietLevel
+}
+
 // findLag returns the best lag for x (len >= Need) and whether a stretch of
 // that lag is acceptable (periodic or quiet).
 func (s *Stretcher) findLag(x []int16) (int, bool) {
 	c := s.cfg
 	// Energy of the window: quiet stretches are always acceptable; the lag
 	// then only needs to be a reasonable one.
-	var e float64
-	for _, v := range x[:2*c.MaxLag] {
-		e += float64(v) * float64(v)
-	}
-	quiet := math.Sqrt(e/float64(2*c.MaxLag)) < c.QuietLevel
+	quiet := s.Quiet(x)
 
 	// Coarse search on a 4x decimated (boxcar low-passed) copy.
 	nd := 2 * c.MaxLag / decim
@@ -132,7 +146,7 @@ func (s *Stretcher) findLag(x []int16) (int, bool) {
 	lo, hi := max(c.MinLag, best-decim), min(c.MaxLag, best+decim)
 	bestC = -2
 	for lag := lo; lag <= hi; lag++ {
-		if cc := ncorr16(x[:lag], x[lag:2*lag]); cc > bestC {
+		if cc := pcm.NCC(x[:lag], x[lag:2*lag]); cc > bestC {
 			best, bestC = lag, cc
 		}
 	}
@@ -185,20 +199,6 @@ func crossfade(dst, a, b []int16) {
 		w := float32(i+1) / float32(n+1)
 		dst[i] = int16(math.Round(float64(float32(a[i])*(1-w) + float32(b[i])*w)))
 	}
-}
-
-func ncorr16(a, b []int16) float64 {
-	var ab, aa, bb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		ab += x * y
-		aa += x * x
-		bb += y * y
-	}
-	if aa == 0 || bb == 0 {
-		return 0
-	}
-	return ab / math.Sqrt(aa*bb)
 }
 
 func ncorr32(a, b []float32) float64 {

@@ -213,6 +213,36 @@ func TestStretchDeclinesNoise(t *testing.T) {
 	if _, ok := s.Accelerate(x[:10]); ok {
 		t.Error("accelerated a window shorter than Need")
 	}
+	if s.Quiet(x) {
+		t.Error("loud noise reported quiet")
+	}
+}
+
+func TestQuiet(t *testing.T) {
+	s, _ := New(Config{})
+	x := make([]int16, s.Need()+100)
+	for i := range x {
+		x[i] = int16(250 * math.Sin(float64(i)/7)) // RMS ~177, under the default 300
+	}
+	if !s.Quiet(x) {
+		t.Error("a -45 dBFS sine not reported quiet")
+	}
+	if !s.Quiet(make([]int16, 10)) {
+		t.Error("a short silent window not reported quiet")
+	}
+	if s.Quiet(nil) {
+		t.Error("an empty window reported quiet")
+	}
+	x[s.Need()+50] = 32767 // beyond the window: ignored
+	if !s.Quiet(x) {
+		t.Error("a sample beyond Need() changed the result")
+	}
+	for i := range s.Need() {
+		x[i] *= 4 // RMS ~707
+	}
+	if s.Quiet(x) {
+		t.Error("a -33 dBFS sine reported quiet")
+	}
 }
 
 func TestStretchNoAllocs(t *testing.T) {

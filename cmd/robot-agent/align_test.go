@@ -1,21 +1,10 @@
 package main
 
-import "math"
+import (
+	"math"
 
-// ncc is the normalised cross-correlation of a and b (equal lengths).
-func ncc(a, b []int16) float64 {
-	var ab, aa, bb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		ab += x * y
-		aa += x * x
-		bb += y * y
-	}
-	if aa == 0 || bb == 0 {
-		return 0
-	}
-	return ab / math.Sqrt(aa*bb)
-}
+	"github.com/robot-agent/robot-agent/codec/pcm"
+)
 
 // align finds where ref occurs in rec: a coarse search on 1 ms envelopes,
 // then sample-exact around it. It returns the offset and the NCC there.
@@ -35,14 +24,14 @@ func align(rec, ref []int16, rate int) (int, float64) {
 	er, ef := env(rec), env(ref)
 	best, bestC := 0, -2.0
 	for lag := 0; lag+len(ef) <= len(er); lag++ {
-		if c := ncc(er[lag:lag+len(ef)], ef); c > bestC {
+		if c := pcm.NCC(er[lag:lag+len(ef)], ef); c > bestC {
 			best, bestC = lag, c
 		}
 	}
 	best *= win
 	fine, fineC := best, -2.0
 	for lag := max(0, best-3*win); lag <= best+3*win && lag+len(ref) <= len(rec); lag++ {
-		if c := ncc(rec[lag:lag+len(ref)], ref); c > fineC {
+		if c := pcm.NCC(rec[lag:lag+len(ref)], ref); c > fineC {
 			fine, fineC = lag, c
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/hw"
-	"github.com/robot-agent/robot-agent/uplink"
 )
 
 // Half-duplex safety: while the robot's own voice comes out of the speaker
@@ -112,32 +111,4 @@ func findSink[T any](s hw.AudioSink) (T, bool) {
 	}
 	var zero T
 	return zero, false
-}
-
-// flusher is a speaker whose queued audio can be dropped at once
-// (portaudio.Sink implements hw.Flusher).
-type flusher = hw.Flusher
-
-// withDeviceFlush makes every interrupt of tts also flush spk's device
-// queue, so barge-in silences the speaker within a device period instead of
-// after the output buffer. spk without Flush leaves tts unchanged.
-func withDeviceFlush(tts uplink.TTSSink, spk hw.AudioSink) uplink.TTSSink {
-	f, ok := findSink[flusher](spk)
-	if !ok {
-		return tts
-	}
-	return &flushingTTS{TTSSink: tts, f: f}
-}
-
-type flushingTTS struct {
-	uplink.TTSSink
-	f flusher
-}
-
-// Interrupt implements uplink.TTSSink: the player first (so nothing new of
-// the interrupted response is computed), then the device queue.
-func (t *flushingTTS) Interrupt(id uint32) uint32 {
-	r := t.TTSSink.Interrupt(id)
-	t.f.Flush()
-	return r
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/hw/portaudio"
 	"github.com/robot-agent/robot-agent/metrics"
-	"github.com/robot-agent/robot-agent/uplink"
 )
 
 func decodeTestConfig(t *testing.T, y string) config.Config {
@@ -112,36 +111,10 @@ func TestSpeechTapGate(t *testing.T) {
 	}
 }
 
-type fakeTTS struct {
-	uplink.TTSSink
-	log *[]string
-}
+// flushSink is a speaker with a flushable queue (hw.Flusher).
+type flushSink struct{ hw.AudioSink }
 
-func (f fakeTTS) Interrupt(id uint32) uint32 { *f.log = append(*f.log, "player"); return id }
-func (f fakeTTS) ResetSession()              { *f.log = append(*f.log, "reset") }
-
-type flushSink struct {
-	hw.AudioSink
-	log *[]string
-}
-
-func (f flushSink) Flush() int { *f.log = append(*f.log, "device"); return 0 }
-
-func TestWithDeviceFlush(t *testing.T) {
-	var log []string
-	tts := withDeviceFlush(fakeTTS{log: &log}, flushSink{log: &log})
-	if got := tts.Interrupt(7); got != 7 {
-		t.Errorf("Interrupt returned %d", got)
-	}
-	tts.ResetSession()
-	if strings.Join(log, ",") != "player,device,reset" {
-		t.Errorf("calls %v, want the player interrupted before the device flush, then reset", log)
-	}
-	plain := fakeTTS{log: &log}
-	if withDeviceFlush(plain, nil) != uplink.TTSSink(plain) {
-		t.Error("a sink without Flush should leave the TTS sink as it is")
-	}
-}
+func (flushSink) Flush() int { return 0 }
 
 type tapped struct {
 	hw.AudioSink
@@ -168,10 +141,6 @@ func TestHalfDuplexGateFindsTheTap(t *testing.T) {
 		if g := a.halfDuplexGate(); (g != nil) != tc.gate {
 			t.Errorf("%s: gate %v, want one: %v", tc.name, g, tc.gate)
 		}
-	}
-	var log []string
-	if _, ok := withDeviceFlush(fakeTTS{log: &log}, beatingSink{flushSink{log: &log}, func() {}}).(*flushingTTS); !ok {
-		t.Error("withDeviceFlush did not find Flush behind the watchdog wrapper")
 	}
 }
 

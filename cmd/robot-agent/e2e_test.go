@@ -13,6 +13,7 @@ import (
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/gateway"
+	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/hw/sim"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
@@ -83,6 +84,13 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 
 func startE2E(t *testing.T, script *sim.SpeechScript, gw gateway.Config, mod func(*config.Config)) *e2e {
 	t.Helper()
+	return startE2EWith(t, script, gw, mod, nil)
+}
+
+// startE2EWith is startE2E with the simulated speaker wrapped by wrapSpk
+// (nil: not wrapped) before the agent gets it.
+func startE2EWith(t *testing.T, script *sim.SpeechScript, gw gateway.Config, mod func(*config.Config), wrapSpk func(*sim.Speaker) hw.AudioSink) *e2e {
+	t.Helper()
 	clk := clock.NewReal()
 	mic, err := sim.NewMic(sim.MicConfig{Script: script, Seed: 7, Record: true}, clk)
 	if err != nil {
@@ -101,7 +109,11 @@ func startE2E(t *testing.T, script *sim.SpeechScript, gw gateway.Config, mod fun
 		t.Fatal(err)
 	}
 	e := &e2e{mic: mic, spk: spk, clk: clk, reg: metrics.NewRegistry()}
-	opts := agentOptions{sim: true, mic: mic, speaker: spk, gwConfig: &gw,
+	var speaker hw.AudioSink = spk
+	if wrapSpk != nil {
+		speaker = wrapSpk(spk)
+	}
+	opts := agentOptions{sim: true, mic: mic, speaker: speaker, gwConfig: &gw,
 		wrapTTS: func(s uplink.TTSSink) uplink.TTSSink {
 			e.itimer = &interruptTimer{TTSSink: s, clk: clk}
 			return e.itimer
@@ -268,6 +280,46 @@ func TestEndToEndInterruptSilencesWithinOnePeriod(t *testing.T) {
 	}
 	if !interrupted {
 		t.Fatal("gateway got no playback_progress with interrupted=true")
+	}
+}
+
+// countingFlusher counts the Flush calls that reach the simulated speaker.
+type countingFlusher struct {
+	*sim.Speaker
+	n atomic.Int32
+}
+
+func (c *countingFlusher) Flush() int { c.n.Add(1); return c.Speaker.Flush() }
+
+// TestEndToEndInterruptFlushesDeviceOnce: one interrupt from the gateway
+// flushes the device queue exactly once (the player flushes the sink it
+// runs on; nothing in the wiring flushes it a second time).
+func TestEndToEndInterruptFlushesDeviceOnce(t *testing.T) {
+	var cf *countingFlusher
+	e := startE2EWith(t, &sim.SpeechScript{}, gateway.Config{Token: "sim-token", Speed: 1, NoEcho: true}, nil,
+		func(s *sim.Speaker) hw.AudioSink { cf = &countingFlusher{Speaker: s}; return cf })
+	waitUntil(t, 5*time.Second, "session", func() bool { return e.a.client.Up() })
+	sess := e.a.gw.Sessions()[0]
+	tone := make([]int16, 24000*3)
+	for i := range tone {
+		tone[i] = int16(8000 * sinApprox(i))
+	}
+	for round := range 2 {
+		played := e.reg.Value("robot_agent_playback_played_samples_total")
+		go sess.StreamTTS(context.Background(), tone)
+		waitUntil(t, 5*time.Second, "reply playing", func() bool {
+			return e.reg.Value("robot_agent_playback_played_samples_total") > played+12000
+		})
+		before := cf.n.Load()
+		e.itimer.at.Store(0)
+		sess.Interrupt()
+		waitUntil(t, 2*time.Second, "interrupt received", func() bool { return e.itimer.at.Load() != 0 })
+		time.Sleep(100 * time.Millisecond)
+		if got := cf.n.Load() - before; got != 1 {
+			t.Fatalf("interrupt %d flushed the device %d times, want exactly 1", round+1, got)
+		}
+		// Let the interrupted stream end before the next round.
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

@@ -113,7 +113,7 @@ func startRealE2E(t *testing.T, gw gateway.Config, ad audioDevicesConfig, mod fu
 	opts := agentOptions{mic: mic, speaker: e.spk, gwConfig: &gw,
 		wrapTTS: func(s uplink.TTSSink) uplink.TTSSink {
 			e.itimer = &interruptTimer{TTSSink: s, clk: clk}
-			return withDeviceFlush(e.itimer, e.spk)
+			return e.itimer
 		}}
 	a, err := newAgent(cfg, opts, clk, e.reg, log)
 	if err != nil {

@@ -325,9 +325,10 @@ func (a *agent) build() (err error) {
 		ucfg.URL, ucfg.Token = a.gwURL, "sim-token"
 	}
 	ucfg.Heartbeat = opts.svc.heartbeat("uplink", 20*time.Second)
-	// An interrupt also drops what the device itself has queued (real
-	// devices with a flushable queue; a no-op otherwise).
-	var ttsOut uplink.TTSSink = withDeviceFlush(a.player, a.speaker)
+	// An interrupt also drops what the device itself has queued: the
+	// player flushes the sink it runs on (hw.Flusher behind Unwrap
+	// wrappers) itself, once, in Interrupt and ResetSession.
+	var ttsOut uplink.TTSSink = a.player
 	if a.ducker != nil {
 		ttsOut = duckingTTS{TTSSink: ttsOut, d: a.ducker} // an interrupt keeps the duck (duplex.go)
 	}

@@ -1,6 +1,7 @@
 // Package pcm holds allocation-free helpers for 16-bit linear PCM: byte
-// conversion (little-endian, as on the wire and in WAV files) and level
-// measurement (RMS, dBFS, peak).
+// conversion (little-endian, as on the wire and in WAV files), level
+// measurement (RMS, dBFS, peak) and the normalised cross-correlation of two
+// signals (NCC).
 //
 // Levels are relative to digital full scale: RMS is in sample units
 // (0..32768) and DBFS is 20·log10(RMS/32768), so a full-scale square wave
@@ -82,6 +83,26 @@ func RMSToDBFS(rms float64) float64 {
 
 // DBFSToRMS converts a level in dBFS to an RMS amplitude in sample units.
 func DBFSToRMS(db float64) float64 { return FullScale * math.Pow(10, db/20) }
+
+// NCC is the normalised cross-correlation of a and b over their common
+// length (min(len(a), len(b))): 1 for identical waveforms, -1 for inverted
+// ones, 0 for unrelated ones, and 0 if either is silent or empty. It does
+// not allocate.
+func NCC(a, b []int16) float64 {
+	n := min(len(a), len(b))
+	a, b = a[:n], b[:n]
+	var ab, aa, bb float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		ab += x * y
+		aa += x * x
+		bb += y * y
+	}
+	if aa == 0 || bb == 0 {
+		return 0
+	}
+	return ab / math.Sqrt(aa*bb)
+}
 
 // Peak returns the largest absolute sample value in s (0..32768; 32768 for
 // a sample of -32768).

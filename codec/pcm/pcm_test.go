@@ -110,6 +110,35 @@ func TestLevels(t *testing.T) {
 	}
 }
 
+func TestNCC(t *testing.T) {
+	n := 1000
+	sine, neg, half, other := make([]int16, n), make([]int16, n), make([]int16, n), make([]int16, n)
+	for i := range sine {
+		sine[i] = int16(8000 * math.Sin(2*math.Pi*440*float64(i)/16000))
+		neg[i] = -sine[i]
+		half[i] = sine[i] / 2
+		other[i] = int16(8000 * math.Cos(2*math.Pi*440*float64(i)/16000)) // quadrature: ~0
+	}
+	for _, tt := range []struct {
+		name string
+		a, b []int16
+		want float64
+		tol  float64
+	}{
+		{"same", sine, sine, 1, 1e-12},
+		{"scaled copy", sine, half, 1, 1e-4},
+		{"inverted", sine, neg, -1, 1e-12},
+		{"quadrature", sine, other, 0, 0.02},
+		{"silent", sine, make([]int16, n), 0, 0},
+		{"empty", nil, sine, 0, 0},
+		{"common length", sine[:10], append(append([]int16{}, sine[:10]...), neg...), 1, 1e-12},
+	} {
+		if got := NCC(tt.a, tt.b); math.Abs(got-tt.want) > tt.tol {
+			t.Errorf("%s: NCC = %v, want %v ± %v", tt.name, got, tt.want, tt.tol)
+		}
+	}
+}
+
 func TestNoAllocs(t *testing.T) {
 	s := make([]int16, 320)
 	b := make([]byte, 640)
@@ -118,6 +147,7 @@ func TestNoAllocs(t *testing.T) {
 		BytesToInt16(s, b)
 		_ = DBFS(s)
 		_ = Peak(s)
+		_ = NCC(s, s)
 	})
 	if allocs != 0 {
 		t.Errorf("allocs per run = %v, want 0", allocs)

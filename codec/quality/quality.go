@@ -9,23 +9,14 @@ package quality
 import (
 	"math"
 	"math/cmplx"
+
+	"github.com/robot-agent/robot-agent/codec/pcm"
 )
 
 // NCC is the normalised cross-correlation of a and b over their common
 // length: 1 for identical waveforms, 0 for unrelated ones (0 if either is
-// silent).
-func NCC(a, b []int16) float64 {
-	n := min(len(a), len(b))
-	var ab, aa, bb float64
-	for i := 0; i < n; i++ {
-		x, y := float64(a[i]), float64(b[i])
-		ab, aa, bb = ab+x*y, aa+x*x, bb+y*y
-	}
-	if aa == 0 || bb == 0 {
-		return 0
-	}
-	return ab / math.Sqrt(aa*bb)
-}
+// silent). It is pcm.NCC.
+func NCC(a, b []int16) float64 { return pcm.NCC(a, b) }
 
 // Delay returns the lag d in 0..maxLag at which x[d:] best matches ref
 // (highest NCC over the first window samples of ref), and that NCC.
