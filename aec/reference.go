@@ -192,22 +192,8 @@ type Tap struct {
 // NewTap returns a Tap writing to sink and recording into ref.
 func NewTap(sink hw.AudioSink, ref *Reference, clk clock.Clock) *Tap {
 	t := &Tap{AudioSink: sink, ref: ref, clk: clk, rate: sink.Format().SampleRate}
-	t.lat, _ = findLatency(sink)
+	t.lat, _ = hw.FindSink[hw.LatencyReporter](sink)
 	return t
-}
-
-func findLatency(s hw.AudioSink) (hw.LatencyReporter, bool) {
-	for range 8 {
-		if l, ok := s.(hw.LatencyReporter); ok {
-			return l, true
-		}
-		u, ok := s.(interface{ Unwrap() hw.AudioSink })
-		if !ok {
-			return nil, false
-		}
-		s = u.Unwrap()
-	}
-	return nil, false
 }
 
 // Unwrap returns the wrapped sink.

@@ -262,14 +262,6 @@ func (c *Config) TokenPath(getenv func(string) string) (path string, explicit bo
 // unreadable or empty is always an error.
 func (c *Config) LoadToken(getenv func(string) string, required bool) error {
 	path, explicit := c.TokenPath(getenv)
-	if path != "" && !explicit && !required {
-		// No credential passed, or the package's empty placeholder (the
-		// unit's LoadCredential= needs a file to exist): connect without a
-		// token.
-		if b, err := os.ReadFile(path); (err != nil && os.IsNotExist(err)) || (err == nil && strings.TrimSpace(string(b)) == "") {
-			path = ""
-		}
-	}
 	if path == "" {
 		if required {
 			return &field.Error{Path: "gateway.token_file", Problem: "not set and $CREDENTIALS_DIRECTORY/gateway-token is not set",
@@ -277,28 +269,23 @@ func (c *Config) LoadToken(getenv func(string) string, required bool) error {
 		}
 		return nil
 	}
-	tok, err := readToken(path)
+	b, err := os.ReadFile(path)
+	tok := strings.TrimSpace(string(b))
+	if !explicit && !required && (os.IsNotExist(err) || (err == nil && tok == "")) {
+		// No credential passed, or the package's empty placeholder (the
+		// unit's LoadCredential= needs a file to exist): connect without a
+		// token.
+		return nil
+	}
 	if err != nil {
-		return err
+		return &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "cannot read: " + unwrapPathError(err),
+			Hint: "check the path and that the service user may read it"}
+	}
+	if tok == "" {
+		return &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "the file is empty", Hint: "write the gateway token into it"}
 	}
 	c.Gateway.Token = tok
 	return nil
-}
-
-// readToken reads a token file: its content without surrounding white
-// space. An unreadable or empty file is a *field.Error on
-// gateway.token_file.
-func readToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "cannot read: " + unwrapPathError(err),
-			Hint: "check the path and that the service user may read it"}
-	}
-	tok := strings.TrimSpace(string(b))
-	if tok == "" {
-		return "", &field.Error{Path: "gateway.token_file", Value: field.Format(path), Problem: "the file is empty", Hint: "write the gateway token into it"}
-	}
-	return tok, nil
 }
 
 // unwrapPathError drops the path an *os.PathError repeats.

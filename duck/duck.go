@@ -194,16 +194,8 @@ func (s *Sink) Unwrap() hw.AudioSink { return s.AudioSink }
 // PeriodFrames keeps the hw.Periodic capability of the device below (found
 // through Unwrap) visible to the player.
 func (s *Sink) PeriodFrames() int {
-	var k hw.AudioSink = s.AudioSink
-	for range 8 {
-		if p, ok := k.(hw.Periodic); ok {
-			return p.PeriodFrames()
-		}
-		u, ok := k.(interface{ Unwrap() hw.AudioSink })
-		if !ok {
-			break
-		}
-		k = u.Unwrap()
+	if p, ok := hw.FindSink[hw.Periodic](s.AudioSink); ok {
+		return p.PeriodFrames()
 	}
 	return 0
 }

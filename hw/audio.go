@@ -77,6 +77,25 @@ type Periodic interface {
 	PeriodFrames() int
 }
 
+// FindSink returns capability T (Flusher, LatencyReporter, Periodic, ...)
+// of sink or of the sinks it wraps: a decorator that does not implement T
+// itself is looked through when it has an Unwrap() AudioSink method (at
+// most 8 deep).
+func FindSink[T any](sink AudioSink) (T, bool) {
+	for range 8 {
+		if t, ok := sink.(T); ok {
+			return t, true
+		}
+		u, ok := sink.(interface{ Unwrap() AudioSink })
+		if !ok {
+			break
+		}
+		sink = u.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
+
 // Flusher is an optional capability of an AudioSink, used for barge-in:
 // Flush discards every sample handed to Write before or during the call
 // that the device has not played yet, fading what is playing to zero within

@@ -676,22 +676,6 @@ func (p *Player) flushDevice(g uint32) {
 	}
 }
 
-// findFlusher returns the hw.Flusher behind sink, looking through wrappers
-// that have an Unwrap() hw.AudioSink method.
-func findFlusher(sink hw.AudioSink) hw.Flusher {
-	for range 8 {
-		if f, ok := sink.(hw.Flusher); ok {
-			return f
-		}
-		u, ok := sink.(interface{ Unwrap() hw.AudioSink })
-		if !ok {
-			return nil
-		}
-		sink = u.Unwrap()
-	}
-	return nil
-}
-
 // raiseCutoff sets cutoff = max(cutoff, key); it reports whether it changed.
 func (p *Player) raiseCutoff(key uint64) bool {
 	for {
@@ -751,7 +735,7 @@ func (p *Player) Run(ctx context.Context, sink hw.AudioSink) error {
 	}
 	buf := make([]int16, period)
 	done := ctx.Done()
-	if f := findFlusher(sink); f != nil {
+	if f, ok := hw.FindSink[hw.Flusher](sink); ok {
 		p.fl.Store(&f)
 		defer p.fl.Store(nil)
 	}
