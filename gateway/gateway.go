@@ -325,6 +325,11 @@ type Session struct {
 	srv  *Server
 	out  chan outMsg
 	done chan struct{}
+	// writerGone is closed when the write loop has returned (write error
+	// or session end): nothing drains out any more, so senders must not
+	// wait for room in it.
+	writerGone chan struct{}
+	pong       chan []byte // the latest unanswered ping's data (queuePong)
 
 	// streamMu is held while one response's audio is being sent, so
 	// responses never interleave on the wire (the robot's jitter buffer
@@ -391,6 +396,9 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 		DeviceID: dev, Hello: hello, srv: s, pace: newPacer(hello.PlaybackBufferMS, !s.cfg.NoPacing && slices.Contains(hello.Capabilities, protocol.CapPlaybackProgress)),
 		out:  make(chan outMsg, 4096),
 		done: make(chan struct{}),
+
+		writerGone: make(chan struct{}),
+		pong:       make(chan []byte, 1),
 		utt:  make(map[uint32][]int16),
 		conn: conn,
 	}
@@ -434,7 +442,7 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 	conn.SetReadLimit(protocol.MaxUplink)
 	conn.SetPingHandler(func(appData string) error {
 		conn.SetReadDeadline(time.Now().Add(timeout))
-		ss.send(outMsg{websocket.PongMessage, []byte(appData)})
+		ss.queuePong([]byte(appData))
 		return nil
 	})
 	err = ss.readLoop(sctx, conn, timeout)
@@ -457,22 +465,61 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 }
 
 func (ss *Session) writeLoop(ctx context.Context, conn *websocket.Conn) {
+	defer close(ss.writerGone)
+	write := func(m outMsg) bool {
+		var err error
+		if m.mt == websocket.PongMessage || m.mt == websocket.CloseMessage {
+			err = conn.WriteControl(m.mt, m.data, time.Now().Add(5*time.Second))
+		} else {
+			conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
+			err = conn.WriteMessage(m.mt, m.data)
+		}
+		if err != nil {
+			ss.srv.log.Warn("gateway: write to robot failed; closing the connection", "session", ss.ID, "err", err)
+			conn.Close()
+			return false
+		}
+		return true
+	}
 	for {
+		// A pong goes before queued messages.
+		select {
+		case p := <-ss.pong:
+			if !write(outMsg{websocket.PongMessage, p}) {
+				return
+			}
+			continue
+		default:
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case m := <-ss.out:
-			conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			var err error
-			if m.mt == websocket.PongMessage || m.mt == websocket.CloseMessage {
-				err = conn.WriteControl(m.mt, m.data, time.Now().Add(5*time.Second))
-			} else {
-				err = conn.WriteMessage(m.mt, m.data)
-			}
-			if err != nil {
-				conn.Close()
+		case p := <-ss.pong:
+			if !write(outMsg{websocket.PongMessage, p}) {
 				return
 			}
+		case m := <-ss.out:
+			if !write(m) {
+				return
+			}
+		}
+	}
+}
+
+// queuePong hands a pong to the write loop without waiting: the read loop
+// must never wait for the write side (the robot may be waiting for the
+// gateway to read before it reads again). A pong still waiting is
+// replaced; answering only the latest ping is allowed (RFC 6455 §5.5.3).
+func (ss *Session) queuePong(data []byte) {
+	for {
+		select {
+		case ss.pong <- data:
+			return
+		default:
+		}
+		select {
+		case <-ss.pong:
+		default:
 		}
 	}
 }
@@ -482,6 +529,8 @@ func (ss *Session) send(m outMsg) bool {
 	case ss.out <- m:
 		return true
 	case <-ss.done:
+		return false
+	case <-ss.writerGone:
 		return false
 	}
 }

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	"github.com/robot-agent/robot-agent/hw/sim"
 	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/protocol"
+	"github.com/robot-agent/robot-agent/room"
 	"github.com/robot-agent/robot-agent/uplink"
 )
 
@@ -41,6 +44,27 @@ type e2e struct {
 	clk    clock.Clock
 	reg    *metrics.Registry
 	itimer *interruptTimer
+	log    *lockedBuf // the agent's and embedded gateway's log (info)
+}
+
+// timeline is what a failing end-to-end test prints: when the gateway got
+// utterance starts and ends and control messages, its counters, and the
+// agent's log.
+func (e *e2e) timeline() string {
+	var b strings.Builder
+	for _, ev := range e.a.gw.Events() {
+		switch {
+		case ev.Header != nil && ev.Header.Kind == protocol.KindMicAudio && ev.Header.Flag != protocol.FlagContinue:
+			fmt.Fprintf(&b, "%8.3fs gateway got mic flag %d utterance %d ts %.3fs\n", ev.At.Seconds(), ev.Header.Flag, ev.Header.Stream, float64(ev.Header.Timestamp)/1e6)
+		case ev.Msg != nil:
+			fmt.Fprintf(&b, "%8.3fs gateway got %s %+v\n", ev.At.Seconds(), ev.Msg.Envelope().Type, ev.Msg)
+		}
+	}
+	for _, n := range []string{"robot_agent_gateway_utterances_total", "robot_agent_gateway_interrupts_total", "robot_agent_playback_played_samples_total"} {
+		fmt.Fprintf(&b, "%s %d\n", n, e.reg.Value(n))
+	}
+	b.WriteString(strings.Join(e.log.lines(), "\n"))
+	return b.String()
 }
 
 // runningAgent runs an agent's main loop for a test; stop (also run at
@@ -91,15 +115,15 @@ func startE2E(t *testing.T, script *sim.SpeechScript, gw gateway.Config, mod fun
 // (nil: not wrapped) before the agent gets it.
 func startE2EWith(t *testing.T, script *sim.SpeechScript, gw gateway.Config, mod func(*config.Config), wrapSpk func(*sim.Speaker) hw.AudioSink) *e2e {
 	t.Helper()
+	return startE2EFull(t, script, gw, mod, wrapSpk, false)
+}
+
+// startE2EFull is startE2EWith; withRoom puts the configured simulated echo
+// path (duplex.sim_room, as `make run` does) between the speaker and the
+// mic.
+func startE2EFull(t *testing.T, script *sim.SpeechScript, gw gateway.Config, mod func(*config.Config), wrapSpk func(*sim.Speaker) hw.AudioSink, withRoom bool) *e2e {
+	t.Helper()
 	clk := clock.NewReal()
-	mic, err := sim.NewMic(sim.MicConfig{Script: script, Seed: 7, Record: true}, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spk, err := sim.NewSpeaker(sim.SpeakerConfig{Keep: true, PeriodFrames: 240}, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := config.Default()
 	cfg.Device.ID = "e2e-robot"
 	if mod != nil {
@@ -108,7 +132,22 @@ func startE2EWith(t *testing.T, script *sim.SpeechScript, gw gateway.Config, mod
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	e := &e2e{mic: mic, spk: spk, clk: clk, reg: metrics.NewRegistry()}
+	var echo *room.Path
+	if withRoom {
+		var err error
+		if echo, err = simRoom(cfg); err != nil || echo == nil {
+			t.Fatalf("sim room: %v %v", echo, err)
+		}
+	}
+	mic, err := sim.NewMic(sim.MicConfig{Script: script, Seed: 7, Record: true, Room: echo}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spk, err := sim.NewSpeaker(sim.SpeakerConfig{Keep: true, PeriodFrames: 240, Room: echo}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &e2e{mic: mic, spk: spk, clk: clk, reg: metrics.NewRegistry(), log: &lockedBuf{}}
 	var speaker hw.AudioSink = spk
 	if wrapSpk != nil {
 		speaker = wrapSpk(spk)
@@ -118,7 +157,7 @@ func startE2EWith(t *testing.T, script *sim.SpeechScript, gw gateway.Config, mod
 			e.itimer = &interruptTimer{TTSSink: s, clk: clk}
 			return e.itimer
 		}}
-	a, err := newAgent(cfg, opts, clk, e.reg, quietLog())
+	a, err := newAgent(cfg, opts, clk, e.reg, slog.New(slog.NewTextHandler(e.log, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,16 +375,31 @@ func sinApprox(i int) float64 {
 // TestEndToEndBargeIn: the user speaks again while the reply plays; the
 // embedded gateway interrupts its reply and the robot reports it.
 func TestEndToEndBargeIn(t *testing.T) {
+	// The user talks over the answer to their first utterance, through the
+	// simulated room `make run` uses (the robot hears its own voice). The
+	// answer echoes the 4 s utterance, so it plays for about 5 s; the user
+	// starts again 4 s after their first utterance ended, about 3 s into
+	// the answer: after the canceller has converged on the echo (it keeps
+	// the mic gated for the first 2 s of echo) and with about 2 s of the
+	// answer left, so the test does not depend on how far behind the
+	// agent's capture runs (-race on a loaded CI machine).
 	script := &sim.SpeechScript{Utterances: []sim.Utterance{
 		{Silence: 500 * time.Millisecond},
-		{Speech: 1500 * time.Millisecond, Silence: 800 * time.Millisecond},
-		{Speech: 600 * time.Millisecond, Silence: 3 * time.Second},
+		{Speech: 4 * time.Second, Silence: 4 * time.Second},
+		{Speech: 1200 * time.Millisecond, Silence: 3 * time.Second},
 	}}
-	e := startE2E(t, script, gateway.Config{Token: "sim-token", Speed: 4}, nil)
-	waitUntil(t, 12*time.Second, "an interrupted response", func() bool {
-		_, i := e.a.progress.counts()
-		return i >= 1
-	})
+	e := startE2EFull(t, script, gateway.Config{Token: "sim-token", Speed: 4, NoGreeting: true}, nil, nil, true)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, i := e.a.progress.counts(); i >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no interrupted response after 20 s; timeline:\n%s", e.timeline())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("timeline:\n%s", e.timeline())
 }
 
 // TestEndToEndContinuousModeServerVAD: in continuous mode the robot streams
