@@ -13,11 +13,13 @@
 //     passes the mic through (the baseline of every measurement).
 //   - Reference: the far-end reference, a lock-free single-producer /
 //     single-consumer ring of 16 kHz samples positioned on the agent clock
-//     at the time they reach the DAC (from hw.LatencyReporter). Tap wraps
+//     at the time they reach the DAC (from hw.LatencyReporter, or exactly
+//     from a sink that knows where its blocks play: WrittenEnd). Tap wraps
 //     the speaker to fill it.
 //   - Source: wraps the mic; every Read pulls the far-end samples that were
 //     playing when the mic captured its samples (again via
-//     hw.LatencyReporter), refines the alignment with a delay estimator
+//     hw.LatencyReporter, or exactly from a source that knows when its
+//     samples were captured: CapturedEnd), refines the alignment with a delay estimator
 //     (envelope cross-correlation, which also follows clock drift between
 //     separate devices), and runs the Canceller.
 //

@@ -78,7 +78,21 @@ func (r *Reference) index(t time.Duration) int64 {
 
 // Played records p (mono, the speaker's rate; at most one second) whose
 // first sample reached (or will reach) the DAC at clock.Mono time dac.
-func (r *Reference) Played(p []int16, dac time.Duration) {
+// Device timestamps jitter and spike: a disagreement with the running
+// sample count is followed only after a pause or once it persists (see
+// reanchor).
+func (r *Reference) Played(p []int16, dac time.Duration) { r.played(p, dac, false) }
+
+// PlayedExact is Played for timestamps that are exact (a sink that knows
+// where each block plays, e.g. the simulated speaker): any disagreement of
+// more than exactTol is followed at once (a gap of silence when later, the
+// timeline moved back when earlier, as after a flush).
+func (r *Reference) PlayedExact(p []int16, dac time.Duration) { r.played(p, dac, true) }
+
+// exactTol is the disagreement PlayedExact tolerates (resampling rounding).
+const exactTol = time.Millisecond
+
+func (r *Reference) played(p []int16, dac time.Duration, exact bool) {
 	if len(p) > r.rs.InRate() {
 		p = p[:r.rs.InRate()]
 	}
@@ -87,11 +101,14 @@ func (r *Reference) Played(p []int16, dac time.Duration) {
 	r.lastCall, r.lastLen = now, time.Duration(len(p))*time.Second/time.Duration(r.rs.InRate())
 	w := r.written.Load()
 	tol := int64(reanchor * Rate / time.Second)
+	if exact {
+		tol = int64(exactTol * Rate / time.Second)
+	}
 	if !r.started.Load() {
 		r.origin.Store(int64(dac))
 		r.started.Store(true)
 		w = 0
-	} else if off := r.index(dac) - w; off > tol && pause {
+	} else if off := r.index(dac) - w; off > tol && (pause || exact) {
 		// A pause: nobody wrote for a while and the device timestamps
 		// moved on; zero the gap so a reader sees silence there.
 		r.gap(w, off)
@@ -110,7 +127,7 @@ func (r *Reference) Played(p []int16, dac time.Duration) {
 		}
 		r.pendSamples += int64(len(p)) * Rate / int64(r.rs.InRate())
 		r.pendBlocks++
-		if sign > 0 && r.pendBlocks >= persistBlocksLater || r.pendSamples >= int64(persistAfter*Rate/time.Second) {
+		if exact || sign > 0 && r.pendBlocks >= persistBlocksLater || r.pendSamples >= int64(persistAfter*Rate/time.Second) {
 			// The device timeline really moved: by the smallest
 			// disagreement seen while it lasted (a spike inside it
 			// does not count).
@@ -178,21 +195,33 @@ func (r *Reference) readAt(dst []int16, idx int64) {
 }
 
 // Tap wraps the speaker: every block written is recorded in the Reference
-// at the time the device reports it reaches the DAC (hw.LatencyReporter;
-// 0 latency if the sink has none). Capabilities of the wrapped sink are
-// reachable through Unwrap.
+// at the time the device reports it reaches the DAC (writtenEnder if the
+// sink has it, else hw.LatencyReporter; 0 latency if the sink has
+// neither). Capabilities of the wrapped sink are reachable through Unwrap.
 type Tap struct {
 	hw.AudioSink
 	ref  *Reference
 	clk  clock.Clock
 	lat  hw.LatencyReporter
+	end  writtenEnder
 	rate int
+}
+
+// writtenEnder is an optional capability of a sink: the clock.Mono time at
+// which the sample after the last one handed to Write reaches the DAC. A
+// sink whose Write blocks until its block has played has it exactly, where
+// "return time + DeviceLatency" is off by however late the Write returned
+// (a loaded machine): a reference that late is behind the echo it must
+// cancel, and the robot's voice then passes as the user's.
+type writtenEnder interface {
+	WrittenEnd() time.Duration
 }
 
 // NewTap returns a Tap writing to sink and recording into ref.
 func NewTap(sink hw.AudioSink, ref *Reference, clk clock.Clock) *Tap {
 	t := &Tap{AudioSink: sink, ref: ref, clk: clk, rate: sink.Format().SampleRate}
 	t.lat, _ = hw.FindSink[hw.LatencyReporter](sink)
+	t.end, _ = hw.FindSink[writtenEnder](sink)
 	return t
 }
 
@@ -208,12 +237,22 @@ func (t *Tap) Write(p []int16) error {
 	}
 	// After Write returns, its last sample reaches the DAC DeviceLatency
 	// later, so the first one did that minus the block's duration.
-	dac := t.clk.Mono() - time.Duration(len(p))*time.Second/time.Duration(t.rate)
-	if t.lat != nil {
-		dac += t.lat.DeviceLatency()
+	dur := time.Duration(len(p)/t.AudioSink.Format().Channels) * time.Second / time.Duration(t.rate)
+	var dac time.Duration
+	if t.end != nil {
+		dac = t.end.WrittenEnd() - dur
+	} else {
+		dac = t.clk.Mono() - dur
+		if t.lat != nil {
+			dac += t.lat.DeviceLatency()
+		}
 	}
 	if t.AudioSink.Format().Channels == 1 {
-		t.ref.Played(p, dac)
+		if t.end != nil {
+			t.ref.PlayedExact(p, dac)
+		} else {
+			t.ref.Played(p, dac)
+		}
 	}
 	return nil
 }

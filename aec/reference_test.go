@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/hw"
 )
 
 // refRig plays 10 ms blocks, each holding one constant value (its number
@@ -106,5 +107,104 @@ func TestReferenceKeepsItsTimelineUnderJitter(t *testing.T) {
 	r.play(500, func(i int) time.Duration { return time.Duration((i*7919)%61-30) * time.Millisecond })
 	if r.ref.Jumps() != 0 || !r.placed() {
 		t.Fatalf("±30 ms jitter: %d re-anchorings, placed right %v", r.ref.Jumps(), r.placed())
+	}
+}
+
+// lateSink is a blocking sink (Write returns when its block has played)
+// whose Write returns late by the amount in late: a loaded machine.
+type lateSink struct {
+	clk  *clock.Fake
+	late time.Duration
+	end  time.Duration
+	ends bool // reports WrittenEnd
+}
+
+func (s *lateSink) Format() hw.AudioFormat { return hw.AudioFormat{SampleRate: Rate, Channels: 1} }
+func (s *lateSink) Close() error           { return nil }
+func (s *lateSink) Write(p []int16) error {
+	d := time.Duration(len(p)) * time.Second / Rate
+	s.end = s.clk.Mono() + d
+	s.clk.Advance(d + s.late)
+	return nil
+}
+
+type lateEnder struct{ *lateSink }
+
+func (s lateEnder) WrittenEnd() time.Duration { return s.end }
+
+// A blocking sink's Write that returns late must not move the reference
+// later than the echo: with WrittenEnd the Tap places the block where it
+// played; with only the return time it is off by the lateness (what made
+// the simulated robot interrupt itself on a loaded CI machine).
+func TestTapPlacesLateReturningWritesWhereTheyPlayed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ender   bool
+		wantOff bool
+	}{{"written end", true, false}, {"return time only", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake()
+			clk.Advance(time.Second)
+			ref, err := NewReference(clk, Rate)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ls := &lateSink{clk: clk, late: 80 * time.Millisecond}
+			var sink hw.AudioSink = ls
+			if tc.ender {
+				sink = lateEnder{ls}
+			}
+			tap := NewTap(sink, ref, clk)
+			blk := make([]int16, Rate/50) // 20 ms
+			for i := range blk {
+				blk[i] = 1000
+			}
+			start := clk.Mono()
+			if err := tap.Write(blk); err != nil {
+				t.Fatal(err)
+			}
+			got := make([]int16, 1)
+			ref.Read(got, start+10*time.Millisecond)
+			if off := got[0] != 1000; off != tc.wantOff {
+				t.Fatalf("sample 10 ms into the block read %d at its true time; want found=%v", got[0], !tc.wantOff)
+			}
+		})
+	}
+}
+
+// Exact timestamps (PlayedExact) are followed at once, later (the device
+// played silence nobody wrote) and earlier (a flush cut a block short),
+// where Played would wait for the disagreement to persist.
+func TestReferencePlayedExactFollowsAtOnce(t *testing.T) {
+	for _, shift := range []time.Duration{30 * time.Millisecond, -30 * time.Millisecond} {
+		r := newRefRig(t)
+		blk := make([]int16, Rate*blockMS/1000)
+		play := func(exact bool) {
+			r.k++
+			for j := range blk {
+				blk[j] = int16(100 * (r.k % 300))
+			}
+			if exact {
+				r.ref.PlayedExact(blk, r.at)
+			} else {
+				r.ref.Played(blk, r.at)
+			}
+			r.at += blockMS * time.Millisecond
+			r.clk.Advance(blockMS * time.Millisecond)
+		}
+		for range 20 {
+			play(true)
+		}
+		r.at += shift
+		play(true)
+		if !r.placed() {
+			t.Errorf("shift %v: the block after the shift is not at its time", shift)
+		}
+		// Played, for comparison, keeps the old timeline for one block.
+		r.at += shift
+		play(false)
+		if r.placed() {
+			t.Errorf("shift %v: Played followed a one-block disagreement at once", shift)
+		}
 	}
 }

@@ -87,6 +87,7 @@ type Source struct {
 	c   Canceller
 	clk clock.Clock
 	lat hw.LatencyReporter
+	cap capturedEnder
 	est *DelayEstimator
 	cfg SourceConfig
 
@@ -111,6 +112,16 @@ type Source struct {
 	delaySamples     atomic.Int64
 }
 
+// capturedEnder is an optional capability of a source: the clock.Mono time
+// at which the sample after the last one Read returned was captured. A
+// source that returns at once to a late caller has it exactly, where
+// "return time − DeviceLatency" is off by how late the caller was: the mic
+// then looks later than it is, the reference read for it is ahead of the
+// echo in it, and the robot's voice passes as the user's.
+type capturedEnder interface {
+	CapturedEnd() time.Duration
+}
+
 // NewSource wraps src (16 kHz mono) with canceller c using ref.
 func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock, cfg SourceConfig) *Source {
 	if cfg.MaxDelayMS == 0 {
@@ -127,9 +138,8 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 	}
 	s := &Source{src: src, ref: ref, c: c, clk: clk, cfg: cfg,
 		far: make([]int16, FrameSamples), farRaw: make([]int16, FrameSamples), out: make([]int16, FrameSamples)}
-	if l, ok := src.(hw.LatencyReporter); ok {
-		s.lat = l
-	}
+	s.lat, _ = hw.FindSource[hw.LatencyReporter](src)
+	s.cap, _ = hw.FindSource[capturedEnder](src)
 	s.dtRatio = math.Pow(10, cfg.DoubleTalkDB/10)
 	s.dt, _ = c.(doubleTalker)
 	if cfg.FixedDelayMS > 0 {
@@ -176,9 +186,14 @@ func (s *Source) Read(dst []int16) (int, error) {
 	if err != nil || n <= 0 {
 		return n, err
 	}
-	t := s.clk.Mono() - time.Duration(n)*time.Second/Rate
-	if s.lat != nil {
-		t -= s.lat.DeviceLatency()
+	var t time.Duration
+	if s.cap != nil {
+		t = s.cap.CapturedEnd() - time.Duration(n)*time.Second/Rate
+	} else {
+		t = s.clk.Mono() - time.Duration(n)*time.Second/Rate
+		if s.lat != nil {
+			t -= s.lat.DeviceLatency()
+		}
 	}
 	idx := s.ref.index(t)
 	if d := idx - s.next; !s.anchored || d > int64(reanchor*Rate/time.Second) || d < -int64(reanchor*Rate/time.Second) {

@@ -96,6 +96,23 @@ func FindSink[T any](sink AudioSink) (T, bool) {
 	return zero, false
 }
 
+// FindSource is FindSink for sources: capability T of src or of the
+// sources it wraps (through Unwrap() AudioSource, at most 8 deep).
+func FindSource[T any](src AudioSource) (T, bool) {
+	for range 8 {
+		if t, ok := src.(T); ok {
+			return t, true
+		}
+		u, ok := src.(interface{ Unwrap() AudioSource })
+		if !ok {
+			break
+		}
+		src = u.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
+
 // Flusher is an optional capability of an AudioSink, used for barge-in:
 // Flush discards every sample handed to Write before or during the call
 // that the device has not played yet, fading what is playing to zero within

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robot-agent/robot-agent/aec"
 	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/config"
@@ -381,8 +382,18 @@ func TestEndToEndBargeIn(t *testing.T) {
 	// starts again 4 s after their first utterance ended, about 3 s into
 	// the answer: after the canceller has converged on the echo (it keeps
 	// the mic gated for the first 2 s of echo) and with about 2 s of the
-	// answer left, so the test does not depend on how far behind the
-	// agent's capture runs (-race on a loaded CI machine).
+	// answer left.
+	if aec.Best() == aec.KindNone {
+		t.Skip("no echo canceller built in (pure-Go build): the mic is gated while the robot speaks, so there is no voice barge-in to test")
+	}
+	if raceEnabled {
+		// The simulated room (a reverberant echo path computed sample by
+		// sample in real time) costs about 15 times more CPU under the
+		// race detector: on a shared 2-core machine the simulated devices
+		// then fall behind real time and the test measures the starved
+		// simulation, not the agent. scripts/test.sh runs it without it.
+		t.Skip("real-time simulated room: run without -race (scripts/test.sh does)")
+	}
 	script := &sim.SpeechScript{Utterances: []sim.Utterance{
 		{Silence: 500 * time.Millisecond},
 		{Speech: 4 * time.Second, Silence: 4 * time.Second},
@@ -399,7 +410,19 @@ func TestEndToEndBargeIn(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Logf("timeline:\n%s", e.timeline())
+	// The interrupt must come from the user, not from the robot's own
+	// voice: exactly two utterances, the second starting (pre-roll
+	// included) while the user speaks again, 8.5 to 9.7 s into the mic
+	// stream.
+	var starts []float64
+	for _, ev := range e.a.gw.Events() {
+		if ev.Header != nil && ev.Header.Kind == protocol.KindMicAudio && ev.Header.Flag == protocol.FlagStart {
+			starts = append(starts, float64(ev.Header.Timestamp)/1e6)
+		}
+	}
+	if len(starts) != 2 || starts[1] < 8.0 || starts[1] > 9.7 {
+		t.Fatalf("utterance starts at %v s of mic time, want two, the second while the user speaks (8.5–9.7 s, pre-roll before it); timeline:\n%s", starts, e.timeline())
+	}
 }
 
 // TestEndToEndContinuousModeServerVAD: in continuous mode the robot streams

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
@@ -59,6 +60,8 @@ type Mic struct {
 
 	room    *room.Path
 	latency time.Duration
+
+	capturedEnd atomic.Int64 // CapturedEnd (ns)
 
 	mu       sync.Mutex
 	produced int64
@@ -170,6 +173,7 @@ func (m *Mic) Read(dst []int16) (int, error) {
 		m.room.Capture(roomIndex(m.t0)+m.n, dst)
 	}
 	m.n = end
+	m.capturedEnd.Store(int64(m.t0 + durationOf(end, hw.MicFormat.SampleRate)))
 	m.mu.Lock()
 	m.produced = end
 	if m.record {
@@ -181,6 +185,12 @@ func (m *Mic) Read(dst []int16) (int, error) {
 
 // DeviceLatency implements hw.LatencyReporter: MicConfig.Latency.
 func (m *Mic) DeviceLatency() time.Duration { return m.latency }
+
+// CapturedEnd is when the sample after the last one Read returned was
+// captured (clock.Mono time; see aec.Source). Unlike DeviceLatency it holds
+// when the caller is late and Read returns audio captured a while ago.
+// Any goroutine.
+func (m *Mic) CapturedEnd() time.Duration { return time.Duration(m.capturedEnd.Load()) }
 
 // Close implements hw.AudioSource: a blocked or later Read returns
 // hw.ErrClosed. It is idempotent.

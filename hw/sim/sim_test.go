@@ -490,3 +490,34 @@ func BenchmarkMicRead20ms(b *testing.B) {
 		m.Read(buf)
 	}
 }
+
+// WrittenEnd follows the device timeline, not when Write returned: a
+// Write that returns late (the caller's goroutine woke up late) does not
+// move it.
+func TestSpeakerWrittenEndIgnoresLateReturns(t *testing.T) {
+	clk := autoClock()
+	s, err := NewSpeaker(SpeakerConfig{Latency: 5 * time.Millisecond}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	p := make([]int16, 480) // 20 ms
+	if err := s.Write(p); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.WrittenEnd(); got != 25*time.Millisecond {
+		t.Fatalf("after one 20 ms block from 0 with 5 ms latency WrittenEnd = %v", got)
+	}
+	// The caller comes back 15 ms late (within the device's slack, so no
+	// underrun): the next block still follows the first on the device.
+	clk.Advance(15 * time.Millisecond)
+	if err := s.Write(p); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.WrittenEnd(); got != 45*time.Millisecond {
+		t.Fatalf("second block WrittenEnd = %v, want 45ms (the return was late, the device was not)", got)
+	}
+	if s.Underruns() != 0 {
+		t.Fatalf("%d underruns", s.Underruns())
+	}
+}

@@ -86,6 +86,8 @@ type Speaker struct {
 	cut       bool          // Flush cut the current block
 	flushes   int
 
+	writtenEnd time.Duration // WrittenEnd
+
 	room    *room.Path
 	latency time.Duration
 	mono    []int16 // first channel for the room (Write goroutine)
@@ -171,6 +173,7 @@ func (s *Speaker) Write(p []int16) error {
 	s.nblocks++
 	s.curAt, s.curFrames, s.curKeep = at, frames, len(s.samples)
 	s.curEnd, s.cut = s.base+durationOf(s.frames, s.format.SampleRate), false
+	s.writtenEnd = s.curEnd + s.latency
 	if s.keep {
 		s.samples = append(s.samples, p...)
 	}
@@ -266,6 +269,16 @@ func (s *Speaker) Flushes() int {
 // DeviceLatency implements hw.LatencyReporter: Write returns when its
 // block has played, so the latency is SpeakerConfig.Latency.
 func (s *Speaker) DeviceLatency() time.Duration { return s.latency }
+
+// WrittenEnd is when the sample after the last one handed to Write reaches
+// the room (clock.Mono time; see aec.Tap). Unlike DeviceLatency it does not
+// depend on how late the Write returned: a Write that wakes up late (a
+// loaded machine, -race) returns after its block has played. Any goroutine.
+func (s *Speaker) WrittenEnd() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writtenEnd
+}
 
 // roomIndex converts a clock.Mono time to a 16 kHz sample index of the
 // room's common timeline.
