@@ -24,8 +24,14 @@ if [ -x scripts/with-pulse.sh ]; then
 else
   go test -race -count=1 -timeout 30m -tags "${TAGS}" ./...
 fi
-# The end-to-end tests once more without the race detector, which makes the
-# simulated room ~15x slower than real time allows on 2 cores (the
-# full-duplex barge-in through the echo path skips itself under -race).
-echo "== end-to-end tests in real time, without -race, tags '${TAGS}'"
-go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd' ./cmd/robot-agent/
+# The real-time tests once more without the race detector, which slows the
+# Go side several-fold: the end-to-end tests through the simulated room (its
+# echo path costs ~15x more CPU under -race than real time allows on 2
+# cores) and the PulseAudio audio-quality tests (NCC, clicks, interrupt to
+# silence). Both skip themselves under -race.
+echo "== real-time end-to-end and PulseAudio tests without -race, tags '${TAGS}'"
+if [ -x scripts/with-pulse.sh ]; then
+  scripts/with-pulse.sh go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd|TestReal' ./cmd/robot-agent/
+else
+  go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd|TestReal' ./cmd/robot-agent/
+fi

@@ -60,7 +60,7 @@ func (p *probeSpeaker) Write(b []int16) error {
 }
 
 type realE2E struct {
-	ad audioDevicesConfig // as used (race builds raise the output buffer)
+	ad audioDevicesConfig // as used
 	*runningAgent
 	clk    clock.Clock
 	reg    *metrics.Registry
@@ -70,6 +70,15 @@ type realE2E struct {
 
 func startRealE2E(t *testing.T, gw gateway.Config, ad audioDevicesConfig, mod func(*config.Config)) *realE2E {
 	t.Helper()
+	if raceEnabled {
+		// These tests measure real-time audio (NCC of what the sink
+		// recorded, clicks, interrupt-to-silence): under the race
+		// detector the Go side runs several-fold slower, and on a busy
+		// 2-core machine the figures then measure the detector (ring ran
+		// dry, gaps). scripts/test.sh runs them without -race; the device
+		// layer's concurrency is race-tested in hw/portaudio.
+		t.Skip("real-time audio quality: run without -race (scripts/test.sh does)")
+	}
 	if os.Getenv("ROBOT_AGENT_PULSE_SINK") == "" {
 		hwtest.SkipOrFail(t, "not under scripts/with-pulse.sh (the tests record the private null sink's monitor)")
 	}
@@ -82,11 +91,6 @@ func startRealE2E(t *testing.T, gw gateway.Config, ad audioDevicesConfig, mod fu
 	// These tests are about the half-duplex modes; full duplex (the echo
 	// canceller, in builds with it) has TestRealFullDuplexEchoPath.
 	t.Setenv("ROBOT_AGENT_AEC", "none")
-	if raceEnabled {
-		// The race detector slows the Go side several-fold; give it the
-		// queue it needs (the bounds below are relative to it).
-		ad.OutputBufferMS = max(ad.OutputBufferMS, 120)
-	}
 	clk := clock.NewReal()
 	cfg := config.Default()
 	cfg.Device.ID = "real-audio-e2e"
@@ -474,9 +478,6 @@ func TestRealInterruptSilences(t *testing.T) {
 	// The recorder timestamps chunks as they arrive: allow for their jitter
 	// (more under the race detector).
 	slack := 15 * time.Millisecond
-	if raceEnabled {
-		slack = 30 * time.Millisecond
-	}
 	if limit := period + fade + slack; excess > limit {
 		t.Errorf("sound went on %v after the interrupt, %v more than the device buffer; want at most one period + fade (+%v measurement slack) = %v",
 			silence.Round(time.Millisecond), excess.Round(time.Millisecond), slack, limit)

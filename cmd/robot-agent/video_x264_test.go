@@ -221,19 +221,24 @@ func TestVideoBackPressure(t *testing.T) {
 	if len(codes) != len(frames) {
 		t.Fatalf("decoded %d pictures from %d frames", len(codes), len(frames))
 	}
+	// A gap in the sequence numbers is a frame the lane refused: the
+	// stream must resume at a key frame. A gap in the camera's frame
+	// numbers alone is a picture the pipeline never encoded (the camera
+	// hands over its newest picture; a reader late under load skips some),
+	// which leaves the stream intact.
 	gaps := 0
 	for i := 1; i < len(codes); i++ {
 		if codes[i] < 0 || codes[i] <= codes[i-1] {
 			t.Fatalf("picture %d shows frame %d after %d: corrupted or out of order", i, codes[i], codes[i-1])
 		}
-		if codes[i] != codes[i-1]+1 {
+		if prev, cur := frames[i-1].Header.Seq, frames[i].Header.Seq; cur != prev+1 {
 			gaps++
 			if !frames[i].Header.KeyFrame() {
-				t.Fatalf("frames %d..%d missing before picture %d, which is not a key frame", codes[i-1]+1, codes[i]-1, i)
+				t.Fatalf("sequence numbers %d..%d refused by the lane before picture %d (camera frame %d), which is not a key frame", prev+1, cur-1, i, codes[i])
 			}
 		}
 	}
 	if gaps == 0 {
-		t.Fatal("no gap in the frame numbers despite drops")
+		t.Fatal("no gap in the sequence numbers despite lane drops")
 	}
 }
