@@ -168,8 +168,11 @@ func TestVideoImagesEndToEnd(t *testing.T) {
 	if n := len(videoEvents(e.a.gw, protocol.FlagH264)); n != 0 {
 		t.Fatalf("%d H264 frames with h264 disabled", n)
 	}
-	if s := e.v.p.Stats(); s.ImagesSent < int64(len(imgs)) || s.Captured < 20 {
-		t.Fatalf("stats %+v", s)
+	// Images are taken from the frames read, one per interval: more frames
+	// than images (15 fps against 5 images a second; fewer frames under
+	// load, as the camera hands over its newest).
+	if s := e.v.p.Stats(); s.ImagesSent < int64(len(imgs)) || s.Captured <= s.ImagesSent {
+		t.Fatalf("stats %+v: want at least the %d images received sent, and more frames captured than images", s, len(imgs))
 	}
 	var sum bytes.Buffer
 	e.v.writeSummary(&sum)
