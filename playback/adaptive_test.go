@@ -205,3 +205,42 @@ func TestAdaptiveInterruptFadesFromStage(t *testing.T) {
 		t.Fatalf("next response after interrupt: %v", o[:4])
 	}
 }
+
+// TestBudgetCountsOutageSlowly drives the concealment budget controller
+// directly: a 3 s outage moves the tail at once only by what its first
+// second is worth; the other 2 s are owed and counted afterwards at a
+// quarter of the budget's allowance, so the controller ends lower (more
+// cautious) than if the excess were ignored, and the debt is repaid.
+func TestBudgetCountsOutageSlowly(t *testing.T) {
+	run := func(outageMS int, ignoreDebt bool) (afterOutage, end, debt float64) {
+		p, _, _ := newTestPlayer(t, Config{})
+		period := int64(10 * samplesPerMS)
+		for range outageMS / 10 {
+			p.underrun, p.fillPlay, p.fillConc = true, 0, period
+			p.budget()
+		}
+		afterOutage = p.ad.logTail
+		p.underrun = false
+		for range 30000 { // five minutes of playing
+			p.fillPlay, p.fillConc = period, 0
+			if ignoreDebt {
+				p.ad.debt = 0
+			}
+			p.budget()
+		}
+		return afterOutage, p.ad.logTail, p.ad.debt
+	}
+	a1, e1, _ := run(1000, false)
+	a3, e3, d3 := run(3000, false)
+	_, e3ign, _ := run(3000, true)
+	if math.Abs(a1-a3) > 1e-9 {
+		t.Errorf("tail right after a 1 s outage %.4f, after a 3 s one %.4f: want the same (only 1 s counts at once)", a1, a3)
+	}
+	if !(e3 < e1-0.01 && e3 < e3ign-0.01) {
+		t.Errorf("tail 5 min after a 3 s outage %.4f; after 1 s %.4f, with the debt ignored %.4f: the owed 2 s were not counted", e3, e1, e3ign)
+	}
+	// 2 s owed, repaid at debtShare*0.9 % of 5 minutes played.
+	if want := 2.0*sampleRate - debtShare*DefaultConcealBudget*300*sampleRate; math.Abs(d3-want) > 1 {
+		t.Errorf("debt %.0f samples left after five minutes, want %.0f", d3, want)
+	}
+}

@@ -98,6 +98,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -442,6 +443,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (
 		dm:        dm,
 	}
 	p.ad.init(cfg, st)
+	dm.SetTailScale(math.Exp(p.ad.logTail))
 	p.m.underruns = reg.Counter("robot_agent_playback_underruns_total", "Playback underruns in the middle of a response.")
 	p.m.concealed = reg.Counter("robot_agent_playback_concealed_samples_total", "Samples of fade and silence output in place of missing audio during underruns.")
 	p.m.flushes = reg.Counter("robot_agent_playback_flushes_total", "Interrupts (barge-ins) that flushed buffered audio.")
