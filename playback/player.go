@@ -222,7 +222,10 @@ type Config struct {
 	ExpandPct int
 	// ConcealBudget is the share of the output the adaptive player aims
 	// to conceal at most (default 0.009): it widens or narrows the jitter
-	// quantile it targets until the concealed share settles there.
+	// quantile it targets until the concealed share settles there, quickly
+	// in the first minute and slowly from about three minutes on. An
+	// outage counts for at most 1 s at once; the rest of it is counted
+	// over the following minutes.
 	ConcealBudget float64
 	// Jitter tunes the delay estimator (zero fields: jitter defaults).
 	Jitter jitter.Config
