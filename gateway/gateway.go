@@ -399,8 +399,8 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 
 		writerGone: make(chan struct{}),
 		pong:       make(chan []byte, 1),
-		utt:  make(map[uint32][]int16),
-		conn: conn,
+		utt:        make(map[uint32][]int16),
+		conn:       conn,
 	}
 	var gh *protocol.GatewayHello
 	ss.codec, gh = s.negotiate(hello)
