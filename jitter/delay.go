@@ -37,7 +37,7 @@ const (
 	DefaultBucketMS     = 5
 	DefaultRangeMS      = 3000
 	DefaultQuantile     = 0.985
-	DefaultForgetFactor = 0.9998 // per observation: ~100 s memory at 50 chunks/s
+	DefaultForgetFactor = 0.99995 // per observation: ~400 s memory at 50 chunks/s
 	DefaultWindowMS     = 2000
 )
 
@@ -50,7 +50,9 @@ type Config struct {
 	// Quantile of relative delay the target covers (default 0.985).
 	Quantile float64
 	// ForgetFactor is how much of the histogram's mass survives each new
-	// observation (default 0.9998).
+	// observation (default 0.99995: about 400 s of 20 ms chunks, so the
+	// rare long delays of a link that blocks now and then are counted over
+	// several minutes and the target stays steady between them).
 	ForgetFactor float64
 	// WindowMS is how far back the fastest arrival is looked for (2000).
 	WindowMS int

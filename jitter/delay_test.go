@@ -55,11 +55,12 @@ func TestForgetsOldJitter(t *testing.T) {
 	feed(m, 3000, 1, func() time.Duration { return time.Duration(rng.Float64() * float64(200*time.Millisecond)) })
 	high := m.TargetSamples()
 	m.Reset()
-	// The default memory is ~100 s (0.9998 per 20 ms chunk): the old
-	// spell's mass falls under the 1.5 % tail after ~7 minutes of calm.
-	feed(m, 24000, 1, func() time.Duration { return 0 }) // eight quiet minutes
+	// The default memory is ~400 s (0.99995 per 20 ms chunk; plain
+	// averaging over the first 20 000 chunks): the old spell's mass falls
+	// under the 1.5 % tail after ~21 minutes of calm.
+	feed(m, 66000, 1, func() time.Duration { return 0 }) // 22 quiet minutes
 	if low := m.TargetSamples(); low >= high/4 {
-		t.Errorf("target %d samples after eight quiet minutes, %d before: not forgetting", low, high)
+		t.Errorf("target %d samples after 22 quiet minutes, %d before: not forgetting", low, high)
 	}
 	fast, _ := New(Config{ForgetFactor: 0.9993}) // ~28 s memory forgets in two minutes
 	feed(fast, 3000, 1, func() time.Duration { return time.Duration(rng.Float64() * float64(200*time.Millisecond)) })

@@ -94,6 +94,8 @@ var tuneFF = flag.Float64("ff", 0, "with -tune: jitter forget factor (0: default
 var tuneExpand = flag.Int("expand", 0, "with -tune: ExpandPct (0: default)")
 var tuneCatchUp = flag.Int("catchup", 0, "with -tune: CatchUpPct (0: default)")
 var tuneBudget = flag.Float64("budget", 0, "with -tune: ConcealBudget (0: default)")
+var tuneMinD = flag.Int("mindelay", 0, "with -tune: MinDelayMS (0: default)")
+var tuneMaxD = flag.Int("maxdelay", 0, "with -tune: MaxDelayMS (0: default)")
 
 // TestTune replays the adaptive player (default config) over seeds
 // -from..-from+seeds-1 of every shipped 1x kind (or, with -holdout, the
@@ -127,6 +129,7 @@ func TestTune(t *testing.T) {
 				t.Fatal(err)
 			}
 			pl, err := NewPlayerPlayout(playback.Config{ExpandPct: *tuneExpand, CatchUpPct: *tuneCatchUp, ConcealBudget: *tuneBudget,
+				MinDelayMS: *tuneMinD, MaxDelayMS: *tuneMaxD,
 				Jitter: jitter.Config{Quantile: *tuneQ, ForgetFactor: *tuneFF}})
 			if err != nil {
 				t.Fatal(err)

@@ -23,7 +23,10 @@ import (
 // the tail the target leaves uncovered (jitter.Manager.SetTailScale) until
 // the concealed share of the output settles at ConcealBudget; one underrun
 // counts for at most 1 s of it (a longer outage is not jitter a deeper
-// buffer could have covered).
+// buffer could have covered; the rest is counted slowly afterwards, see
+// budget). The controller's gain decays over the first minutes (see
+// budgetGain) and the delay histogram remembers ~400 s, so the target
+// stays steady on a link that blocks now and then.
 // Above target + 5 ms it removes pitch periods (timestretch.Accelerate),
 // at StretchPct of the output rising to CatchUpPct 15 ms further up; below
 // target - 5 ms it inserts them (Decelerate) at StretchPct; and when the
@@ -58,6 +61,8 @@ type adaptive struct {
 	lastOp        int64   // samples removed or inserted by the last operation
 	logTail       float64 // concealment budget controller state (log of the tail scale)
 	episode       int64   // samples concealed in the current underrun episode
+	debt          float64 // concealed samples of outages not yet counted by the budget controller
+	seen          int64   // output samples the budget controller has seen (its gain decays with them)
 	minD          int64
 	maxD          int64
 	fromStage     bool // an interrupt fade takes its samples from the stage
@@ -73,13 +78,26 @@ const (
 	quietRounds   = 8 // stage refills for more of them in one Fill
 
 	// Concealment budget: every concealed output sample lowers the log of
-	// the jitter tail scale by budgetGain, every played one raises it by
-	// budgetGain*ConcealBudget, so over time the concealed share of the
-	// output settles at the budget (the target quantile moves up on a
-	// network that needs it, down on one that does not). 1 % above budget
-	// for a minute halves the tail; one 300 ms gap lowers it by 30 %.
-	budgetGain    = 0.693 / (0.01 * 60 * sampleRate)
-	minLogTail    = -2.08 // tail scale 1/8
+	// the jitter tail scale by the gain, every played one raises it by
+	// gain*ConcealBudget, so over time the concealed share of the output
+	// settles at the budget (the target quantile moves up on a network
+	// that needs it, down on one that does not). The gain decays as the
+	// controller learns, like a stochastic-approximation step size:
+	// budgetGain*max(1, gainBoost*gainSettle/(gainSettle+t)) after t of
+	// output, so the first minute finds the right quantile quickly (1 %
+	// above budget for a minute halves the tail, as before) and from about
+	// three minutes on 1 % above budget takes two minutes to halve it: the
+	// target then stays steady between a link's rare blocks instead of
+	// following how many each minute happened to have. The controller
+	// starts slightly cautious (startLogTail: tail scale 0.86, the 0.987
+	// quantile with the default 0.985): the first minute is learnt from
+	// few blocks.
+	budgetGain    = 0.693 / (0.01 * 120 * sampleRate)
+	gainBoost     = 4
+	gainSettle    = 60 * sampleRate // samples of output
+	minLogTail    = -2.08           // tail scale 1/8
+	startLogTail  = -0.15           // tail scale 0.86
+	debtShare     = 1               // outage debt counted at most at the budget's rate
 	budgetEpisode = 1000 * samplesPerMS
 	maxLogTail    = 0.69 // tail scale 2
 )
@@ -90,16 +108,30 @@ func (p *Player) budget() {
 	if a.off || p.fillPlay+p.fillConc == 0 {
 		return
 	}
-	// One underrun episode counts for at most budgetEpisode: an outage of
-	// seconds is not jitter a deeper buffer could have covered.
-	conc := p.fillConc
+	// One underrun episode counts at once for at most budgetEpisode: an
+	// outage of seconds is not jitter a deeper buffer could have covered,
+	// and taking it out of the budget at once would raise the target for
+	// minutes. The rest is owed (a.debt) and counted afterwards at most at
+	// debtShare times the budget's rate (while owing, the tail does not
+	// widen), so the total concealed share still ends near the budget
+	// without a jump in the delay.
+	conc := float64(p.fillConc)
 	if p.underrun || p.fading {
-		conc = max(0, min(conc, budgetEpisode-a.episode))
+		now := max(0, min(p.fillConc, budgetEpisode-a.episode))
+		a.debt += float64(p.fillConc - now)
+		conc = float64(now)
 		a.episode += p.fillConc
 	} else {
 		a.episode = 0
 	}
-	d := budgetGain * (p.cfg.ConcealBudget*float64(p.fillPlay) - float64(conc))
+	if a.debt > 0 {
+		r := min(a.debt, debtShare*p.cfg.ConcealBudget*float64(p.fillPlay))
+		conc += r
+		a.debt -= r
+	}
+	a.seen += p.fillPlay + p.fillConc
+	g := budgetGain * max(1, gainBoost*gainSettle/float64(gainSettle+a.seen))
+	d := g * (p.cfg.ConcealBudget*float64(p.fillPlay) - conc)
 	l := min(max(a.logTail+d, minLogTail), maxLogTail)
 	if l != a.logTail {
 		a.logTail = l
@@ -119,6 +151,7 @@ func (a *adaptive) init(cfg Config, st *timestretch.Stretcher) {
 	a.minD = int64(cfg.MinDelayMS * samplesPerMS)
 	a.maxD = int64(cfg.MaxDelayMS * samplesPerMS)
 	a.target = a.minD
+	a.logTail = startLogTail
 }
 
 func (a *adaptive) len() int { return a.wr - a.rd }

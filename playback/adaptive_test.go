@@ -205,3 +205,46 @@ func TestAdaptiveInterruptFadesFromStage(t *testing.T) {
 		t.Fatalf("next response after interrupt: %v", o[:4])
 	}
 }
+
+// TestBudgetCountsOutageSlowly drives the concealment budget controller
+// directly: a 3 s outage moves the tail at once only by what its first
+// second is worth; the other 2 s are owed and counted afterwards at most
+// at the budget's rate (debtShare), so the controller ends lower (more
+// cautious) than if the excess were ignored, and the debt is repaid.
+func TestBudgetCountsOutageSlowly(t *testing.T) {
+	run := func(outageMS, playS int, ignoreDebt bool) (afterOutage, end, debt float64) {
+		p, _, _ := newTestPlayer(t, Config{})
+		period := int64(10 * samplesPerMS)
+		for range outageMS / 10 {
+			p.underrun, p.fillPlay, p.fillConc = true, 0, period
+			p.budget()
+		}
+		afterOutage = p.ad.logTail
+		p.underrun = false
+		for range playS * 100 {
+			p.fillPlay, p.fillConc = period, 0
+			if ignoreDebt {
+				p.ad.debt = 0
+			}
+			p.budget()
+		}
+		return afterOutage, p.ad.logTail, p.ad.debt
+	}
+	a1, e1, _ := run(1000, 300, false)
+	a3, e3, d3 := run(3000, 300, false)
+	_, e3ign, _ := run(3000, 300, true)
+	if math.Abs(a1-a3) > 1e-9 {
+		t.Errorf("tail right after a 1 s outage %.4f, after a 3 s one %.4f: want the same (only 1 s counts at once)", a1, a3)
+	}
+	if !(e3 < e1-0.01 && e3 < e3ign-0.01) {
+		t.Errorf("tail 5 min after a 3 s outage %.4f; after 1 s %.4f, with the debt ignored %.4f: the owed 2 s were not counted", e3, e1, e3ign)
+	}
+	if d3 != 0 {
+		t.Errorf("debt %.0f samples left five minutes after the outage, want repaid", d3)
+	}
+	// One minute after it, part of the 2 s is still owed: repaid at
+	// debtShare times the budget's rate, not at once.
+	if _, _, d := run(3000, 60, false); math.Abs(d-(2*sampleRate-debtShare*DefaultConcealBudget*60*sampleRate)) > 1 {
+		t.Errorf("debt %.0f samples one minute after a 3 s outage, want %.0f", d, 2*sampleRate-debtShare*DefaultConcealBudget*60*sampleRate)
+	}
+}

@@ -98,6 +98,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -221,7 +222,10 @@ type Config struct {
 	ExpandPct int
 	// ConcealBudget is the share of the output the adaptive player aims
 	// to conceal at most (default 0.009): it widens or narrows the jitter
-	// quantile it targets until the concealed share settles there.
+	// quantile it targets until the concealed share settles there, quickly
+	// in the first minute and slowly from about three minutes on. An
+	// outage counts for at most 1 s at once; the rest of it is counted
+	// over the following minutes.
 	ConcealBudget float64
 	// Jitter tunes the delay estimator (zero fields: jitter defaults).
 	Jitter jitter.Config
@@ -442,6 +446,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (
 		dm:        dm,
 	}
 	p.ad.init(cfg, st)
+	dm.SetTailScale(math.Exp(p.ad.logTail))
 	p.m.underruns = reg.Counter("robot_agent_playback_underruns_total", "Playback underruns in the middle of a response.")
 	p.m.concealed = reg.Counter("robot_agent_playback_concealed_samples_total", "Samples of fade and silence output in place of missing audio during underruns.")
 	p.m.flushes = reg.Counter("robot_agent_playback_flushes_total", "Interrupts (barge-ins) that flushed buffered audio.")
