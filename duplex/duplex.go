@@ -101,6 +101,7 @@ type Result struct {
 	CPUPerSecond    time.Duration // chain CPU per second of audio
 	DelayEstimate   time.Duration
 	DelayShifts     int64
+	DriftPPM        float64       // clock offset compensated at the end (aec.Source.DriftPPM)
 	GuardDB         float64       // the onset guard's double-talk threshold at the end
 	ChainDelay      time.Duration // near end's delay through the chain (from the double-talk correlation)
 }
@@ -237,7 +238,7 @@ func Run(s Scenario) (Result, error) {
 		return Result{}, err
 	}
 
-	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB()}
+	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB(), DriftPPM: asrc.DriftPPM()}
 	if pump.Config().Mode != capture.ModeVAD {
 		res.VAD = "none (continuous)"
 	}
