@@ -233,3 +233,30 @@ func TestSourceCompensatesDrift(t *testing.T) {
 		}
 	}
 }
+
+// With the far end read at a compensated ratio, the mic's sample count
+// slides against its timestamps by the clock offset (here: timestamps on
+// the speaker's clock, 200 ppm over 10 minutes = 120 ms): that is no
+// reason to re-anchor the timeline (each re-anchoring moves the far end
+// against the echo), while a sudden jump of the timestamps still is.
+func TestCompensatedTimelineDoesNotReanchorOnDrift(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	tap := NewTap(latSpk{}, ref, clk)
+	s := NewSource(fakeMic{clk}, ref, &scaler{gain: 1}, clk, SourceConfig{DriftCompensation: true, FixedDelayMS: 60})
+	s.ratio = 1 - 200e-6
+	blk, frame := make([]int16, 480), make([]int16, 320)
+	for range 10 * 60 * 50 {
+		tap.Write(blk)
+		s.Read(frame)
+	}
+	if s.anchors != 1 {
+		t.Errorf("timeline anchored %d times in 10 minutes of 200 ppm slide, want once", s.anchors)
+	}
+	clk.Advance(100 * time.Millisecond) // the mic lost 100 ms
+	tap.Write(blk)
+	s.Read(frame)
+	if s.anchors != 2 {
+		t.Errorf("a 100 ms jump of the timestamps: anchored %d times, want 2", s.anchors)
+	}
+}

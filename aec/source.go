@@ -102,6 +102,8 @@ type Source struct {
 	next             int64   // reference index of the next mic sample (integer part)
 	frac             float64 // its fractional part (drift compensation)
 	ratio            float64 // far-end samples per mic sample (1 without compensation)
+	tsOff            float64 // expected disagreement of the mic's timestamps with next (samples)
+	anchors          int     // (re-)anchorings of the mic timeline
 	fr               *fracReader
 	drift            *driftMeter
 	driftPPM         atomic.Uint64 // math.Float64bits of the applied offset
@@ -212,11 +214,21 @@ func (s *Source) Read(dst []int16) (int, error) {
 		t -= s.lat.DeviceLatency()
 	}
 	idx := s.ref.index(t)
-	if d := idx - s.next; !s.anchored || d > int64(reanchor*Rate/time.Second) || d < -int64(reanchor*Rate/time.Second) {
-		s.next, s.frac, s.anchored = idx, 0, true
+	// The mic's timestamps re-anchor its timeline when they disagree with
+	// the sample count by more than reanchor (a reopened device, lost
+	// samples). With drift compensation the count advances at the
+	// estimated clock ratio and the timestamps (the agent's clock) slide
+	// against it slowly by the clock offset: the expected disagreement
+	// follows them (tsOff, about 5 s), so only a sudden jump re-anchors.
+	d := float64(idx-s.next) - s.tsOff
+	if !s.anchored || math.Abs(d) > float64(reanchor*Rate/time.Second) {
+		s.next, s.frac, s.tsOff, s.anchored = idx, 0, 0, true
+		s.anchors++
 		if s.drift != nil {
 			s.drift.discontinuity()
 		}
+	} else if s.drift != nil {
+		s.tsOff += d / 256
 	}
 	var eMic, eOut, eFar float64
 	for off := 0; off+FrameSamples <= n; off += FrameSamples {
