@@ -260,3 +260,47 @@ func TestCompensatedTimelineDoesNotReanchorOnDrift(t *testing.T) {
 		t.Errorf("a 100 ms jump of the timestamps: anchored %d times, want 2", s.anchors)
 	}
 }
+
+// With drift compensation the adaptive guard waits for the clock offset:
+// until it is found the threshold is the fixed double_talk_db.
+func TestAdaptiveGuardWaitsForTheDriftEstimate(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	c := &scaler{gain: math.Pow(10, -30.0/20)}
+	tap := NewTap(nullSpk{}, ref, clk)
+	s := NewSource(&noiseMic{clk: clk, rng: rand.New(rand.NewPCG(1, 2))}, ref, c, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10, DriftCompensation: true})
+	rng := rand.New(rand.NewPCG(2, 2))
+	blk, frame := make([]int16, 480), make([]int16, 320)
+	for range 300 {
+		for i := range blk {
+			blk[i] = int16(rng.IntN(8000) - 4000)
+		}
+		tap.Write(blk)
+		s.Read(frame)
+	}
+	if g := s.GuardDB(); g != DefaultDoubleTalkDB {
+		t.Fatalf("no drift estimate yet: guard %.1f dB, want the fixed %v", g, DefaultDoubleTalkDB)
+	}
+	s.drift.fit.have = true // an estimate (1.0: one clock)
+	tap.Write(blk)
+	s.Read(frame)
+	if g := s.GuardDB(); g < 17 || g > 21 {
+		t.Errorf("with the drift estimate: guard %.1f dB, want about 30 - 10", g)
+	}
+}
+
+// noiseMic captures noise unrelated to the far end.
+type noiseMic struct {
+	clk *clock.Fake
+	rng *rand.Rand
+}
+
+func (m *noiseMic) Format() hw.AudioFormat { return hw.MicFormat }
+func (m *noiseMic) Close() error           { return nil }
+func (m *noiseMic) Read(dst []int16) (int, error) {
+	m.clk.Advance(time.Duration(len(dst)) * time.Second / Rate)
+	for i := range dst {
+		dst[i] = int16(m.rng.IntN(8000) - 4000)
+	}
+	return len(dst), nil
+}

@@ -104,6 +104,7 @@ type Source struct {
 	ratio            float64 // far-end samples per mic sample (1 without compensation)
 	tsOff            float64 // expected disagreement of the mic's timestamps with next (samples)
 	anchors          int     // (re-)anchorings of the mic timeline
+	driftLocked      bool    // the clock offset has been estimated
 	fr               *fracReader
 	drift            *driftMeter
 	driftPPM         atomic.Uint64 // math.Float64bits of the applied offset
@@ -268,7 +269,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		copy(near, s.out)
 		if s.drift != nil {
 			if r, ok := s.drift.fit.Ratio(); ok {
-				s.ratio = r
+				s.ratio, s.driftLocked = r, true
 				s.driftPPM.Store(math.Float64bits((r - 1) * 1e6))
 			}
 			p := s.frac + FrameSamples*s.ratio
@@ -313,7 +314,11 @@ func (s *Source) Read(dst []int16) (int, error) {
 		}
 	}
 	thr := s.dtRatio
-	if s.cfg.GuardMarginDB > 0 && s.haveMedian {
+	// With drift compensation the adaptive threshold waits for the clock
+	// offset to be found: before that (or if it is never found) the
+	// canceller's residual may be the unsteady one of a drifting path,
+	// for which the fixed threshold is the safe one.
+	if s.cfg.GuardMarginDB > 0 && s.haveMedian && (s.drift == nil || s.driftLocked) {
 		thr = max(thr, math.Pow(10, (s.erleDB-s.cfg.GuardMarginDB)/10))
 	}
 	s.guardRatio.Store(math.Float64bits(thr))
