@@ -28,7 +28,7 @@ import (
 //	  noise_suppression: false
 //	  double_talk_db: 12      # onset guard: reads with more echo removed hold no user speech
 //	  guard_margin_db: 0      # > 0: ... or more than the canceller's typical reduction minus this (one-clock sound cards)
-//	  drift_compensation: ... # estimate the speaker/mic clock offset from the echo and resample the far end to the mic's clock
+//	  drift_compensation: false # estimate the speaker/mic clock offset from the echo, resample the far end to the mic's clock
 //	  webrtc_delay: agnostic  # agnostic (WebRTC's delay-agnostic mode on top of the estimator) | estimator
 //	  max_delay_ms: 400       # delay estimator search range beyond device latencies
 //	  duck:                   # local ducking (full duplex only; docs/audio.md)

@@ -56,7 +56,7 @@ Flags:
 type duplexFlags struct {
 	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, webrtcDelay string
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                           int
-	bargeIn, vadCompare, ns, driftComp                                                                        bool
+	bargeIn, vadCompare, ns, driftComp, speakerClock                                                          bool
 	vadNoises, vadSNRs, vadDetectors                                                                          string
 	vadSeeds                                                                                                  int
 	ser, snr, farDB, dtDB, guardDB                                                                            float64
@@ -119,6 +119,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.marginMS, "margin-ms", 0, "far-end lead over the estimated delay (0: the canceller's own, webrtc 48, speex 8)")
 	fs.Float64Var(&f.guardDB, "guard-margin-db", aec.DefaultGuardMarginDB, "onset guard: > 0: threshold = the canceller's measured echo reduction minus this (never below --double-talk-db); 0: fixed --double-talk-db")
 	fs.BoolVar(&f.driftComp, "drift-comp", aec.DefaultDriftCompensation, "estimate the speaker/mic clock offset from the echo and resample the far end to the mic's clock")
+	fs.BoolVar(&f.speakerClock, "speaker-clock", false, "the agent's clock is the speaker's (the far end is written at the speaker's pace, 80 ms ahead) rather than the mic's; needed for negative --drift-ppm over more than a minute or two")
 	fs.BoolVar(&f.ns, "ns", false, "turn on the canceller library's noise suppressor")
 	fs.StringVar(&f.suppression, "suppression", aec.DefaultSuppression, "webrtc residual echo suppression: low, moderate, high")
 	fs.IntVar(&f.tailMS, "tail-ms", 0, "speex filter length (default 128)")
@@ -202,7 +203,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
 			AEC:     k.opts,
 			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc},
-			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode}}, Seed: uint64(f.seed)}
+			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
 		if f.out != "" {
 			path := f.out
 			if len(kinds) > 1 {
@@ -255,7 +256,7 @@ func onsets(r duplex.Result) string {
 	if len(r.Onsets) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%v/%v", r.OnsetPercentile(50), r.OnsetPercentile(95))
+	return fmt.Sprintf("%v/%v", r.OnsetPercentile(50).Round(time.Millisecond), r.OnsetPercentile(95).Round(time.Millisecond))
 }
 
 func writeWAV(path string, s []int16, rate int) error {
