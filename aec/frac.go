@@ -4,8 +4,8 @@ import "math"
 
 // fracReader reads the far-end ring at fractional positions: a
 // Kaiser-windowed sinc of fracTaps taps, fracPhases phases with linear
-// interpolation between them (flat within 0.1 dB to 6.4 kHz at every
-// fraction: TestFracReaderResponse). At fraction 0 the kernel is a unit
+// interpolation between them (a tone up to 6.4 kHz within 0.1 dB at the
+// fractions TestFracReaderResponse tries). At fraction 0 the kernel is a unit
 // impulse, so an integer position reads the samples unchanged. It does not
 // allocate after construction.
 type fracReader struct {
