@@ -19,9 +19,11 @@
 //   - Source: wraps the mic; every Read pulls the far-end samples that were
 //     playing when the mic captured its samples (again via
 //     hw.LatencyReporter, or exactly from a source that knows when its
-//     samples were captured: CapturedEnd), refines the alignment with a delay estimator
-//     (envelope cross-correlation, which also follows clock drift between
-//     separate devices), and runs the Canceller.
+//     samples were captured: CapturedEnd), refines the alignment with a
+//     delay estimator (envelope cross-correlation), optionally compensates
+//     the clock drift between separate devices (drift.go: the clock ratio
+//     from the echo's sub-sample lag, the far end read at that ratio), and
+//     runs the Canceller.
 //
 // # Concurrency
 //

@@ -37,7 +37,15 @@ type SourceConfig struct {
 	// between them the canceller's residual varies too much and it lets
 	// the robot interrupt itself.
 	GuardMarginDB float64
+	// DriftCompensation: estimate the clock ratio between the speaker and
+	// the mic from the echo and read the far end resampled to the mic's
+	// clock, so the canceller sees a stationary echo path (see drift.go).
+	// Without it the canceller's filter follows the slide on its own.
+	DriftCompensation bool
 }
+
+// DefaultDriftCompensation is the measured default (docs/audio.md).
+const DefaultDriftCompensation = false
 
 // DefaultGuardMarginDB is the measured default (docs/audio.md): off.
 const DefaultGuardMarginDB = 0.0
@@ -92,7 +100,15 @@ type Source struct {
 	cfg SourceConfig
 
 	far, farRaw, out []int16
-	next             int64 // reference index of the next mic sample
+	next             int64   // reference index of the next mic sample (integer part)
+	frac             float64 // its fractional part (drift compensation)
+	ratio            float64 // far-end samples per mic sample (1 without compensation)
+	tsOff            float64 // expected disagreement of the mic's timestamps with next (samples)
+	anchors          int     // (re-)anchorings of the mic timeline
+	driftLocked      bool    // the clock offset has been estimated
+	fr               *fracReader
+	drift            *driftMeter
+	driftPPM         atomic.Uint64 // math.Float64bits of the applied offset
 	anchored         bool
 	bulk             int // samples of delay taken out before the canceller
 	frames           atomic.Int64
@@ -142,6 +158,10 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 	s.cap, _ = hw.FindSource[capturedEnder](src)
 	s.dtRatio = math.Pow(10, cfg.DoubleTalkDB/10)
 	s.dt, _ = c.(doubleTalker)
+	s.ratio = 1
+	if cfg.DriftCompensation {
+		s.fr, s.drift = newFracReader(), newDriftMeter()
+	}
 	if cfg.FixedDelayMS > 0 {
 		s.bulk = max(0, (cfg.FixedDelayMS-cfg.MarginMS)*Rate/1000)
 	} else {
@@ -176,6 +196,20 @@ func (s *Source) EstimatedDelay() time.Duration {
 	return time.Duration(s.delaySamples.Load()) * time.Second / Rate
 }
 
+// delayHint is the echo delay (samples) behind the far end at s.next, from
+// the estimator or the fixed delay.
+func (s *Source) delayHint() (int, bool) {
+	if s.est != nil {
+		return s.est.Delay()
+	}
+	return s.bulk + s.cfg.MarginMS*Rate/1000, true
+}
+
+// DriftPPM is the clock offset the far end is compensated for: how much
+// faster the mic's clock runs than the speaker's, in ppm (0 until
+// estimated, or without DriftCompensation). Any goroutine.
+func (s *Source) DriftPPM() float64 { return -math.Float64frombits(s.driftPPM.Load()) }
+
 // Shifts counts changes of the delay taken out before the canceller (each
 // makes the canceller re-adapt). Any goroutine.
 func (s *Source) Shifts() int64 { return s.shifts.Load() }
@@ -196,8 +230,21 @@ func (s *Source) Read(dst []int16) (int, error) {
 		}
 	}
 	idx := s.ref.index(t)
-	if d := idx - s.next; !s.anchored || d > int64(reanchor*Rate/time.Second) || d < -int64(reanchor*Rate/time.Second) {
-		s.next, s.anchored = idx, true
+	// The mic's timestamps re-anchor its timeline when they disagree with
+	// the sample count by more than reanchor (a reopened device, lost
+	// samples). With drift compensation the count advances at the
+	// estimated clock ratio and the timestamps (the agent's clock) slide
+	// against it slowly by the clock offset: the expected disagreement
+	// follows them (tsOff, about 5 s), so only a sudden jump re-anchors.
+	d := float64(idx-s.next) - s.tsOff
+	if !s.anchored || math.Abs(d) > float64(reanchor*Rate/time.Second) {
+		s.next, s.frac, s.tsOff, s.anchored = idx, 0, 0, true
+		s.anchors++
+		if s.drift != nil {
+			s.drift.discontinuity()
+		}
+	} else if s.drift != nil {
+		s.tsOff += d / 256
 	}
 	var eMic, eOut, eFar float64
 	for off := 0; off+FrameSamples <= n; off += FrameSamples {
@@ -212,18 +259,41 @@ func (s *Source) Read(dst []int16) (int, error) {
 					s.bulk = want
 					s.shifts.Add(1)
 					s.c.Reset()
+					if s.drift != nil {
+						s.drift.discontinuity()
+					}
 				}
 			}
 		} else {
 			s.delaySamples.Store(int64(s.bulk + s.cfg.MarginMS*Rate/1000))
 		}
-		s.ref.readAt(s.far, s.next-int64(s.bulk))
+		if s.fr != nil {
+			s.fr.read(s.ref, s.far, s.next-int64(s.bulk), s.frac, s.ratio)
+			hint := -1
+			if d, ok := s.delayHint(); ok {
+				hint = d - s.bulk
+			}
+			s.drift.push(s.far, near, float64(s.next-int64(s.bulk))+s.frac, s.ratio, hint)
+		} else {
+			s.ref.readAt(s.far, s.next-int64(s.bulk))
+		}
 		eMic += energy(near)
 		eFar += energy(s.far)
 		s.c.Process(s.out, near, s.far)
 		eOut += energy(s.out)
 		copy(near, s.out)
-		s.next += FrameSamples
+		if s.drift != nil {
+			if r, ok := s.drift.fit.Ratio(); ok {
+				s.ratio, s.driftLocked = r, true
+				s.driftPPM.Store(math.Float64bits((r - 1) * 1e6))
+			}
+			p := s.frac + FrameSamples*s.ratio
+			k := math.Floor(p)
+			s.next += int64(k)
+			s.frac = p - k
+		} else {
+			s.next += FrameSamples
+		}
 		s.frames.Add(1)
 	}
 	if eFar > farActive*farActive*float64(n) {
@@ -259,7 +329,11 @@ func (s *Source) Read(dst []int16) (int, error) {
 		}
 	}
 	thr := s.dtRatio
-	if s.cfg.GuardMarginDB > 0 && s.haveMedian {
+	// With drift compensation the adaptive threshold waits for the clock
+	// offset to be found: before that (or if it is never found) the
+	// canceller's residual may be the unsteady one of a drifting path,
+	// for which the fixed threshold is the safe one.
+	if s.cfg.GuardMarginDB > 0 && s.haveMedian && (s.drift == nil || s.driftLocked) {
 		thr = max(thr, math.Pow(10, (s.erleDB-s.cfg.GuardMarginDB)/10))
 	}
 	s.guardRatio.Store(math.Float64bits(thr))

@@ -2,6 +2,7 @@ package duplex
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/robot-agent/robot-agent/aec"
@@ -17,27 +18,52 @@ func contextBackground() context.Context { return context.Background() }
 // nullSink is the bench's speaker: the room gets the audio separately.
 // Its device latency is one frame: Tap then places a block's first sample
 // at the clock time of its Write (the block plays during the next frame).
-type nullSink struct{}
+// With SpeakerClock its latency is speakerLatency: what is written plays
+// that much later (the room hears it then).
+type nullSink struct{ lat time.Duration }
 
-func (nullSink) Format() hw.AudioFormat       { return hw.TTSFormat }
-func (nullSink) Write([]int16) error          { return nil }
-func (nullSink) Close() error                 { return nil }
-func (nullSink) DeviceLatency() time.Duration { return frameMS * time.Millisecond }
+func (nullSink) Format() hw.AudioFormat { return hw.TTSFormat }
+func (nullSink) Write([]int16) error    { return nil }
+func (nullSink) Close() error           { return nil }
+func (s nullSink) DeviceLatency() time.Duration {
+	if s.lat > 0 {
+		return s.lat
+	}
+	return frameMS * time.Millisecond
+}
+
+// speakerLatency is the speaker's device latency with SpeakerClock (a
+// real output buffer: playback's 60 ms queue and the device's own).
+const speakerLatency = 80 * time.Millisecond
 
 // benchSource is the simulated mic. Each Read of one frame at clock time t
 // plays the far end's frame [t, t+20 ms) through the speaker tap and the
 // room, captures the mic (near end + echo + noise) for the same stretch,
-// and advances the clock by the frame.
+// and advances the clock by the frame. By default the clock is the mic's
+// and the speaker is written at its pace (one 20 ms block per mic frame,
+// played at once): with a clock offset the echo's delay then slides, but
+// the far end is written at the mic's pace, so with the mic slower than
+// the speaker the echo overtakes what was written within a minute or two
+// (no run with negative drift_ppm is valid beyond that). With SpeakerClock
+// the clock is the speaker's (the agent's clock, which an I²S or HDMI
+// speaker on the board shares): a mic frame lasts 1/(1+ppm) of 20 ms on
+// it, the far end is written at the speaker's pace (blocks a sample longer
+// or shorter now and then) and plays speakerLatency after it is written,
+// as a real player paced by its device; times compared with mic positions
+// are converted back (benchSink).
 type benchSource struct {
 	clk        *clock.Fake
 	t0         time.Duration
 	path, echo *room.Path
 	tap        *aec.Tap
 	far        []int16
-	farStarts  []int
+	farStarts  []int // reply starts, speaker samples at 16 kHz
 	replyLen   int
 	near       []int16
 	total, pos int
+	ratio      float64 // speaker samples per mic sample (SpeakerClock; else 1)
+	spk        int64   // speaker samples written so far, at FarRate
+	lead       int64   // samples at 16 kHz between writing and playing (SpeakerClock)
 
 	mic, farBuf, echoBuf []int16
 	echoTL, micTL        []int16
@@ -47,12 +73,17 @@ type benchSource struct {
 func (b *benchSource) Format() hw.AudioFormat { return hw.MicFormat }
 func (b *benchSource) Close() error           { return nil }
 
-func (b *benchSource) farFrame(at int) {
-	clear(b.farBuf)
+// farBlock fills dst with the far end from speaker sample at (FarRate).
+func (b *benchSource) farBlock(dst []int16, at int64) {
+	clear(dst)
 	for _, st := range b.farStarts {
-		if at >= st && at < st+b.replyLen {
-			off := (at - st) * FarRate / NearRate
-			copy(b.farBuf, b.far[min(off, len(b.far)):])
+		st24 := int64(st) * FarRate / NearRate
+		if at+int64(len(dst)) > st24 && at < st24+int64(len(b.far)) {
+			for i := range dst {
+				if k := at + int64(i) - st24; k >= 0 && k < int64(len(b.far)) {
+					dst[i] = b.far[k]
+				}
+			}
 			return
 		}
 	}
@@ -67,21 +98,26 @@ func (b *benchSource) Read(dst []int16) (int, error) {
 	}
 	c0 := threadCPU()
 	at := b.pos
-	b.farFrame(at)
+	end := int64(math.Floor(float64(at+micFrame) * b.ratio * FarRate / NearRate))
+	n := int(min(max(end-b.spk, 0), int64(cap(b.farBuf))))
+	blk := b.farBuf[:n]
+	b.farBlock(blk, b.spk)
 	c1 := threadCPU()
-	b.tap.Write(b.farBuf) // chain: the reference
+	b.tap.Write(blk) // chain: the reference
 	c2 := threadCPU()
-	idx := int64(at)
-	b.path.Play(idx, b.farBuf, FarRate)
-	b.echo.Play(idx, b.farBuf, FarRate)
+	spk16 := b.spk*NearRate/FarRate + b.lead
+	b.path.Play(spk16, blk, FarRate)
+	b.echo.Play(spk16, blk, FarRate)
+	b.spk += int64(n)
 	copy(dst, b.near[at:at+micFrame])
+	idx := int64(at)
 	b.path.Capture(idx, dst)
 	clear(b.echoBuf)
 	b.echo.Capture(idx, b.echoBuf)
 	copy(b.echoTL[at:], b.echoBuf)
 	copy(b.micTL[at:], dst)
 	b.pos += len(dst)
-	b.clk.Advance(frameMS * time.Millisecond)
+	b.clk.Advance(b.t0 + time.Duration(float64(b.pos)*b.ratio*float64(time.Second)/NearRate) - b.clk.Mono()) // 20 ms without SpeakerClock
 	b.simCPU += (c1 - c0) + (threadCPU() - c2)
 	return len(dst), nil
 }
@@ -114,10 +150,19 @@ type benchSink struct {
 	uplink    []int16
 	delivered []bool
 	starts    []start
+	scale     float64 // mic time per clock time (0: 1)
+}
+
+// micTime converts a clock time since t0 to the mic's time.
+func (s *benchSink) micTime(t time.Duration) time.Duration {
+	if s.scale == 0 {
+		return t
+	}
+	return time.Duration(float64(t) * s.scale)
 }
 
 func (s *benchSink) SendMic(f *capture.Frame) bool {
-	k := int((f.TS - s.t0) / (frameMS * time.Millisecond))
+	k := int((s.micTime(f.TS-s.t0) + frameMS*time.Millisecond/2) / (frameMS * time.Millisecond))
 	if len(f.Samples) > 0 && k >= 0 {
 		copy(s.uplink[min(k*micFrame, len(s.uplink)):], f.Samples)
 		for len(s.delivered) <= k {
@@ -126,7 +171,7 @@ func (s *benchSink) SendMic(f *capture.Frame) bool {
 		s.delivered[k] = true
 	}
 	if f.Flag == protocol.FlagStart {
-		s.starts = append(s.starts, start{at: s.clk.Mono() - s.t0, first: f.TS - s.t0})
+		s.starts = append(s.starts, start{at: s.micTime(s.clk.Mono() - s.t0), first: s.micTime(f.TS - s.t0)})
 	}
 	return true
 }

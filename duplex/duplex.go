@@ -71,6 +71,11 @@ type Scenario struct {
 	Align aec.SourceConfig
 	// Capture is the pump configuration (mode vad for barge-in metrics).
 	Capture capture.Config
+	// SpeakerClock: the agent's clock is the speaker's rather than the
+	// mic's, the far end is written at the speaker's pace and plays
+	// 80 ms after it is written (see benchSource); needed for negative
+	// Room.DriftPPM beyond a minute or two.
+	SpeakerClock bool
 	// Seed for the barge-in positions.
 	Seed uint64
 	// Uplink, if non-nil, receives the uplink audio (16 kHz mono): every
@@ -101,6 +106,7 @@ type Result struct {
 	CPUPerSecond    time.Duration // chain CPU per second of audio
 	DelayEstimate   time.Duration
 	DelayShifts     int64
+	DriftPPM        float64       // clock offset compensated at the end (aec.Source.DriftPPM)
 	GuardDB         float64       // the onset guard's double-talk threshold at the end
 	ChainDelay      time.Duration // near end's delay through the chain (from the double-talk correlation)
 }
@@ -208,15 +214,21 @@ func Run(s Scenario) (Result, error) {
 	}
 	defer canc.Close()
 	src := &benchSource{clk: clk, path: path, echo: echoOnly, near: nearTL, total: total,
-		mic: make([]int16, micFrame), farBuf: make([]int16, farFrame), echoBuf: make([]int16, micFrame),
+		mic: make([]int16, micFrame), farBuf: make([]int16, 2*farFrame), echoBuf: make([]int16, micFrame), ratio: 1,
 		echoTL: make([]int16, total), micTL: make([]int16, total), t0: clk.Mono()}
 	if !s.NoFar {
 		src.far, src.farStarts, src.replyLen = far, farStarts, replyLen
 	}
-	src.tap = aec.NewTap(nullSink{}, ref, clk)
+	spk := nullSink{}
+	if s.SpeakerClock {
+		src.ratio = 1 / (1 + rc.DriftPPM*1e-6)
+		spk.lat = speakerLatency
+		src.lead = int64((speakerLatency - frameMS*time.Millisecond) * NearRate / time.Second)
+	}
+	src.tap = aec.NewTap(spk, ref, clk)
 	asrc := aec.NewSource(src, ref, canc, clk, s.Align)
 	proc := &teeSource{AudioSource: asrc, out: make([]int16, total)}
-	sink := &benchSink{clk: clk, t0: clk.Mono(), uplink: make([]int16, total)}
+	sink := &benchSink{clk: clk, t0: clk.Mono(), uplink: make([]int16, total), scale: 1 / src.ratio}
 	cc := s.Capture
 	cc.FrameMS = frameMS
 	pump, err := capture.NewPump(cc, proc, sink, clk, nil, nil)
@@ -237,7 +249,7 @@ func Run(s Scenario) (Result, error) {
 		return Result{}, err
 	}
 
-	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB()}
+	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB(), DriftPPM: asrc.DriftPPM()}
 	if pump.Config().Mode != capture.ModeVAD {
 		res.VAD = "none (continuous)"
 	}

@@ -45,6 +45,29 @@ run() { echo; echo "\$ robot-agent duplex-bench $*"; bin/robot-agent-bench duple
 	run --replies "$n" --barge-in --ser-db -10 --drift-ppm 0 --aec "$best"
 	run --replies "$n" --barge-in --ser-db -10 --drift-ppm 0 --guard-margin-db 10 --aec "$best"
 	if [[ -n "$webrtc" ]]; then
+		# Drift compensation (dc/nodc) x onset guard (g0: the fixed
+		# double_talk_db; g10, g15: following the canceller), side by side
+		# in each run: barge-in at 100, 0 and +50 ppm, false barge-ins in
+		# noise, ERLE; -200 ppm with the far end written at the speaker's
+		# pace (--speaker-clock: with the mic slower than the speaker the
+		# default bench's echo overtakes what was written).
+		dc="webrtc:nodc:g0,webrtc:dc:g0,webrtc:nodc:g10,webrtc:dc:g10,webrtc:dc:g15"
+		e="$base,webrtc:nodc,webrtc:dc"
+		e=${e/speex/speex:nodc,speex:dc}
+		e=${e#,}
+		run --replies "$n" --barge-in --ser-db -10 --drift-ppm 100 --aec "$dc"
+		run --replies "$n" --barge-in --ser-db -10 --drift-ppm 0 --aec "$dc"
+		run --replies "$n" --barge-in --ser-db -10 --drift-ppm 50 --seed 3 --aec "$dc"
+		run --speaker-clock --replies "$n" --barge-in --ser-db -10 --drift-ppm -200 --seed 2 --aec "$dc"
+		run --speaker-clock --replies "$n" --barge-in --ser-db -10 --drift-ppm 100 --aec "$dc"
+		for a in "--drift-ppm 100" "--drift-ppm 100 --soft-clip 2" "--drift-ppm 0" "--drift-ppm 50" "--speaker-clock --drift-ppm -200"; do
+			# shellcheck disable=SC2086
+			run --replies 20 --rt60 0.3 $a --aec "$e"
+		done
+		run --replies "$n" --echo-gain-db 0 --noise pink --snr-db 10 --aec "$dc"
+		run --replies 30 --echo-gain-db 10 --noise motor --snr-db 10 --seed 6 --aec "$dc"
+	fi
+	if [[ -n "$webrtc" ]]; then
 		run --replies 20 --barge-in --ser-db -10 --aec webrtc,webrtc:estimator,webrtc:high,webrtc:low,webrtc:dt-low,webrtc:short:low:m16
 	fi
 	# Double talk at SER 0 dB: near-end correlation.
@@ -65,6 +88,9 @@ run() { echo; echo "\$ robot-agent duplex-bench $*"; bin/robot-agent-bench duple
 		run --replies 30 --far out/voices/far-us.wav --near out/voices/near-scot.wav --barge-in --ser-db -10 --drift-ppm 0 --guard-margin-db 10 --aec webrtc
 		run --replies 30 --far out/voices/far-us.wav --near out/voices/near-f4.wav --barge-in --ser-db -10 --rt60 0.8 --seed 2 --aec "webrtc$prev"
 		run --replies 30 --far out/voices/far-us.wav --near out/voices/near-f4.wav --barge-in --ser-db -10 --rt60 0.8 --seed 2 --drift-ppm 0 --guard-margin-db 10 --aec webrtc
+		v4=webrtc:nodc:g0,webrtc:dc:g0,webrtc:dc:g10,webrtc:dc:g15
+		run --replies 30 --far out/voices/far-us.wav --near out/voices/near-scot.wav --barge-in --ser-db -10 --aec "$v4"
+		run --replies 30 --far out/voices/far-us.wav --near out/voices/near-f4.wav --barge-in --ser-db -10 --rt60 0.8 --seed 2 --aec "$v4"
 		run --replies 30 --echo-gain-db 10 --noise motor --snr-db 10 --seed 6 --aec webrtc
 	fi
 	if [[ "${VAD:-1}" != 0 ]]; then

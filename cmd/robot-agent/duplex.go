@@ -28,6 +28,7 @@ import (
 //	  noise_suppression: false
 //	  double_talk_db: 12      # onset guard: reads with more echo removed hold no user speech
 //	  guard_margin_db: 0      # > 0: ... or more than the canceller's typical reduction minus this (one-clock sound cards)
+//	  drift_compensation: false # estimate the speaker/mic clock offset from the echo, resample the far end to the mic's clock
 //	  webrtc_delay: agnostic  # agnostic (WebRTC's delay-agnostic mode on top of the estimator) | estimator
 //	  max_delay_ms: 400       # delay estimator search range beyond device latencies
 //	  duck:                   # local ducking (full duplex only; docs/audio.md)
@@ -48,6 +49,7 @@ type duplexConfig struct {
 	NoiseSuppression bool        `yaml:"noise_suppression"`
 	DoubleTalkDB     float64     `yaml:"double_talk_db"`
 	GuardMarginDB    float64     `yaml:"guard_margin_db"`
+	DriftComp        bool        `yaml:"drift_compensation"`
 	WebRTCDelay      string      `yaml:"webrtc_delay"`
 	MaxDelayMS       int         `yaml:"max_delay_ms"`
 	Duck             duckConfig  `yaml:"duck"`
@@ -76,7 +78,7 @@ func (c duckConfig) config() duck.Config {
 
 func defaultDuplex() duplexConfig {
 	return duplexConfig{AEC: aecAuto, Suppression: aec.DefaultSuppression, DoubleTalkDB: aec.DefaultDoubleTalkDB,
-		GuardMarginDB: aec.DefaultGuardMarginDB, WebRTCDelay: aec.DefaultDelay,
+		GuardMarginDB: aec.DefaultGuardMarginDB, DriftComp: aec.DefaultDriftCompensation, WebRTCDelay: aec.DefaultDelay,
 		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate(),
 		Duck: duckConfig{Enabled: defaultDuckEnabled, DepthDB: duck.DefaultDepthDB, HoldMS: int(duck.DefaultHold / time.Millisecond),
 			AttackMS: int(duck.DefaultAttack / time.Millisecond), ReleaseMS: int(duck.DefaultRelease / time.Millisecond)}}
@@ -219,11 +221,11 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	}
 	a.closers = append(a.closers, c.Close)
 	a.speaker = aec.NewTap(a.speaker, ref, a.clk)
-	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB})
+	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB, DriftCompensation: d.DriftComp})
 	a.mic = src
 	a.aecRef, a.aecSrc = ref, src
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
-		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression)
+		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB)
 	if d.Duck.Enabled {
 		// Above the tap: the reference is exactly what the device plays,
 		// ducked or not.

@@ -56,7 +56,7 @@ Flags:
 type duplexFlags struct {
 	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, webrtcDelay string
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                           int
-	bargeIn, vadCompare, ns                                                                                   bool
+	bargeIn, vadCompare, ns, driftComp, speakerClock                                                          bool
 	vadNoises, vadSNRs, vadDetectors                                                                          string
 	vadSeeds                                                                                                  int
 	ser, snr, farDB, dtDB, guardDB                                                                            float64
@@ -66,20 +66,27 @@ type duplexFlags struct {
 // aecVariant is one --aec entry: a kind with optional ":"-separated
 // overrides (webrtc:low, webrtc:agnostic:m8, webrtc:short, speex:m24).
 type aecVariant struct {
-	name string
-	opts aec.Options
-	mgn  int
+	name  string
+	opts  aec.Options
+	mgn   int
+	guard float64
+	dc    bool
 }
 
 func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 	parts := strings.Split(spec, ":")
-	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay}, mgn: f.marginMS}
+	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay}, mgn: f.marginMS, guard: f.guardDB, dc: f.driftComp}
 	if !slices.Contains(aec.Kinds, parts[0]) {
 		return v, fmt.Errorf("--aec %q is not one of %v", parts[0], aec.Kinds)
 	}
 	for _, p := range parts[1:] {
 		var ms int
+		var g float64
 		switch {
+		case p == "dc" || p == "nodc":
+			v.dc = p == "dc"
+		case strings.HasPrefix(p, "g") && func() bool { _, err := fmt.Sscanf(p, "g%g", &g); return err == nil }():
+			v.guard = g
 		case p == "low" || p == "moderate" || p == "high":
 			v.opts.Suppression = p
 		case p == aec.DelayModeAgnostic || p == aec.DelayModeEstimator:
@@ -93,7 +100,7 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 		case strings.HasPrefix(p, "m") && func() bool { _, err := fmt.Sscanf(p, "m%d", &ms); return err == nil }():
 			v.mgn = ms
 		default:
-			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>)", spec, p)
+			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>, g<guard margin dB>, dc, nodc)", spec, p)
 		}
 	}
 	return v, v.opts.Validate()
@@ -107,10 +114,12 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.far, "far", "", "far-end WAV (the robot's reply; any rate, mono or stereo)")
 	fs.StringVar(&f.near, "near", "", "near-end WAV (the user's phrase)")
 	fs.StringVar(&f.out, "out", "", "write the uplink (what the pump delivered, 16 kHz) to this WAV; with several --aec, NAME-<kind>.wav")
-	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, far-end lead in ms)")
+	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off)")
 	fs.StringVar(&f.webrtcDelay, "webrtc-delay", aec.DefaultDelay, "webrtc delay handling: estimator (the agent's delay estimator only) or agnostic (plus the APM's delay-agnostic mode)")
 	fs.IntVar(&f.marginMS, "margin-ms", 0, "far-end lead over the estimated delay (0: the canceller's own, webrtc 48, speex 8)")
 	fs.Float64Var(&f.guardDB, "guard-margin-db", aec.DefaultGuardMarginDB, "onset guard: > 0: threshold = the canceller's measured echo reduction minus this (never below --double-talk-db); 0: fixed --double-talk-db")
+	fs.BoolVar(&f.driftComp, "drift-comp", aec.DefaultDriftCompensation, "estimate the speaker/mic clock offset from the echo and resample the far end to the mic's clock")
+	fs.BoolVar(&f.speakerClock, "speaker-clock", false, "the agent's clock is the speaker's (the far end is written at the speaker's pace, 80 ms ahead) rather than the mic's; needed for negative --drift-ppm over more than a minute or two")
 	fs.BoolVar(&f.ns, "ns", false, "turn on the canceller library's noise suppressor")
 	fs.StringVar(&f.suppression, "suppression", aec.DefaultSuppression, "webrtc residual echo suppression: low, moderate, high")
 	fs.IntVar(&f.tailMS, "tail-ms", 0, "speex filter length (default 128)")
@@ -187,14 +196,14 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		src, float64(len(far))/duplex.FarRate, f.replies, float64(len(near))/duplex.NearRate, map[bool]string{true: " (barge-in every reply)", false: " (not used: far end only)"}[f.bargeIn],
 		f.rc.DelayMS, f.rc.EchoGainDB, f.rc.RT60, f.rc.SoftClip, f.rc.DriftPPM, f.noise, f.snr, f.ser, f.vadKind, f.mode)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "aec\tERLE 0-2s\tERLE >2s\tnear corr (DT)\tVAD P/R\tonset p50/p95\tclipped\tfalse barge-ins\tbarge-in <=300ms\tdelay est (shifts)\tguard\tchain delay\tCPU/core")
+	fmt.Fprintln(tw, "aec\tERLE 0-2s\tERLE >2s\tnear corr (DT)\tVAD P/R\tonset p50/p95\tclipped\tfalse barge-ins\tbarge-in <=300ms\tdelay est (shifts)\tdrift comp\tguard\tchain delay\tCPU/core")
 	code := 0
 	for _, k := range kinds {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
 			AEC:     k.opts,
-			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: f.guardDB, MarginMS: k.mgn},
-			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode}}, Seed: uint64(f.seed)}
+			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc},
+			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
 		if f.out != "" {
 			path := f.out
 			if len(kinds) > 1 {
@@ -213,13 +222,20 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
 			return 1
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d\t%s\t%v (%d)\t%.0f dB\t%v\t%.2f %%\n", k.name, db(r.ERLEFirst2s), db(r.ERLE), num(r.NearCorr),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d\t%s\t%v (%d)\t%s\t%.0f dB\t%v\t%.2f %%\n", k.name, db(r.ERLEFirst2s), db(r.ERLE), num(r.NearCorr),
 			num(r.Precision), num(r.Recall), onsets(r), r.Clipped, r.Phrases, r.FalseBargeIns,
-			fmt.Sprintf("%d/%d", r.BargeInsIn300ms, r.Phrases), r.DelayEstimate.Round(time.Millisecond), r.DelayShifts, r.GuardDB, r.ChainDelay,
+			fmt.Sprintf("%d/%d", r.BargeInsIn300ms, r.Phrases), r.DelayEstimate.Round(time.Millisecond), r.DelayShifts, driftCol(k.dc, r.DriftPPM), r.GuardDB, r.ChainDelay,
 			100*r.CPUPerSecond.Seconds())
 	}
 	tw.Flush()
 	return code
+}
+
+func driftCol(on bool, ppm float64) string {
+	if !on {
+		return "off"
+	}
+	return fmt.Sprintf("%.1f ppm", ppm)
 }
 
 func db(v float64) string {
@@ -240,7 +256,7 @@ func onsets(r duplex.Result) string {
 	if len(r.Onsets) == 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%v/%v", r.OnsetPercentile(50), r.OnsetPercentile(95))
+	return fmt.Sprintf("%v/%v", r.OnsetPercentile(50).Round(time.Millisecond), r.OnsetPercentile(95).Round(time.Millisecond))
 }
 
 func writeWAV(path string, s []int16, rate int) error {

@@ -1,0 +1,306 @@
+package aec
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/room"
+)
+
+// DriftFit on synthetic (mic sample, far-end position) pairs every 250 ms:
+// jitter of the lag measurements, a fraction of wrong peaks, several clock
+// offsets and seeds. The estimate comes within seconds and is close.
+func TestDriftFitConverges(t *testing.T) {
+	for _, ppm := range []float64{-200, -100, -50, 0, 50, 100, 200} {
+		for seed := uint64(1); seed <= 5; seed++ {
+			for _, jitter := range []float64{0.05, 0.3} {
+				rng := rand.New(rand.NewPCG(seed, 11))
+				f := NewDriftFit()
+				r := 1 + ppm*1e-6
+				y0 := rng.Float64() * 1e6
+				var at time.Duration
+				for i := range 160 { // 40 s
+					x := float64(1e7 + i*driftBlock)
+					y := y0 + r*x + rng.NormFloat64()*jitter
+					if rng.IntN(10) == 0 {
+						y += float64(rng.IntN(200) - 100) // a wrong peak
+					}
+					f.Add(x, y)
+					if _, ok := f.Ratio(); ok && at == 0 {
+						at = time.Duration(i+1) * 250 * time.Millisecond
+					}
+				}
+				got, ok := f.Ratio()
+				name := fmt.Sprintf("ppm %v seed %d jitter %v", ppm, seed, jitter)
+				if !ok {
+					t.Errorf("%s: no estimate after 40 s", name)
+					continue
+				}
+				if e := (got - r) * 1e6; math.Abs(e) > 1 {
+					t.Errorf("%s: estimate %.2f ppm, error %.2f ppm", name, f.PPM(), e)
+				}
+				if limit := map[float64]time.Duration{0.05: 4 * time.Second, 0.3: 10 * time.Second}[jitter]; at > limit {
+					t.Errorf("%s: first estimate after %v, want within %v", name, at, limit)
+				}
+			}
+		}
+	}
+}
+
+// Device timing jitter of a millisecond (16 samples) is far too much for a
+// fit over 20 s to reach the accuracy asked: no estimate is made rather
+// than a wrong one.
+func TestDriftFitRefusesWhatItCannotResolve(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	f := NewDriftFit()
+	for i := range 400 {
+		x := float64(i * driftBlock)
+		f.Add(x, x*(1+100e-6)+rng.NormFloat64()*16)
+	}
+	if r, ok := f.Ratio(); ok {
+		t.Errorf("an estimate (%.1f ppm, %.1f ppm off) from 16-sample jitter", (r-1)*1e6, (r-1-100e-6)*1e6)
+	}
+}
+
+// A step in the far-end timeline (re-anchored after an underflow) restarts
+// the fit; the ratio is kept meanwhile and found again.
+func TestDriftFitStep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	f := NewDriftFit()
+	r := 1 - 100e-6
+	step := 0.0
+	for i := range 200 {
+		if i == 100 {
+			step = 640
+		}
+		x := float64(i * driftBlock)
+		f.Add(x, r*x+step+rng.NormFloat64()*0.1)
+		if i > 100 && i < 110 {
+			if got, ok := f.Ratio(); !ok || math.Abs(got-r)*1e6 > 1 {
+				t.Fatalf("point %d after the step: ratio %v %v, want the previous estimate kept", i, got, ok)
+			}
+		}
+	}
+	got, ok := f.Ratio()
+	if !ok || math.Abs(got-r)*1e6 > 0.5 {
+		t.Fatalf("after the step: ratio %v (%v), want %v", got, ok, r)
+	}
+	if len(f.x) > 100 {
+		t.Errorf("window holds %d points: the step did not restart it", len(f.x))
+	}
+}
+
+// At integer positions the fractional reader returns the ring unchanged; at
+// fractional ones it delays a tone by the fraction with the right gain, up
+// to 6.4 kHz.
+func TestFracReaderResponse(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, Rate)
+	fr := newFracReader()
+	for ph := range fracPhases + 1 {
+		var s float64
+		for _, v := range fr.tab[ph] {
+			s += float64(v)
+		}
+		if math.Abs(s-1) > 1e-5 {
+			t.Fatalf("phase %d: DC gain %v", ph, s)
+		}
+	}
+	for _, hz := range []float64{200, 1000, 3000, 5000, 6400} {
+		sig := make([]int16, Rate)
+		for i := range sig {
+			sig[i] = int16(10000 * math.Sin(2*math.Pi*hz*float64(i)/Rate))
+		}
+		ref2, _ := NewReference(clk, Rate)
+		ref2.started.Store(true)
+		copy(ref2.ring, sig)
+		ref2.written.Store(int64(len(sig)))
+		got := make([]int16, FrameSamples)
+		for _, frac := range []float64{0, 0.25, 0.5, 0.77} {
+			base := int64(4000)
+			fr.read(ref2, got, base, frac, 1)
+			var e float64
+			for i, v := range got {
+				want := 10000 * math.Sin(2*math.Pi*hz*(float64(base)+frac+float64(i))/Rate)
+				e = max(e, math.Abs(float64(v)-want))
+			}
+			// 0.1 dB of 10000 is 115; rounding 0.5.
+			if e > 115 {
+				t.Errorf("%v Hz at fraction %v: max error %.0f of 10000", hz, frac, e)
+			}
+		}
+	}
+	_ = ref
+}
+
+// echoRig drives a Source the way the agent is wired: the speaker tap
+// records the far end, a simulated room (with a clock offset between the
+// speaker and the mic) makes the echo, the Source reads the mic.
+type echoRig struct {
+	clk  *clock.Fake
+	path *room.Path
+	tap  *Tap
+	far  []int16 // 24 kHz, current block
+	rng  *rand.Rand
+	lvl  float64
+	left int
+	at   int64
+}
+
+func (r *echoRig) Format() hw.AudioFormat { return hw.MicFormat }
+func (r *echoRig) Close() error           { return nil }
+
+// Read plays a 20 ms block of speech-like bursts and captures the mic.
+func (r *echoRig) Read(dst []int16) (int, error) {
+	for i := range r.far {
+		if r.left == 0 {
+			r.left = 2400 + r.rng.IntN(12000)
+			r.lvl = 0
+			if r.rng.IntN(4) > 0 {
+				r.lvl = 1000 + 5000*r.rng.Float64()
+			}
+		}
+		r.left--
+		r.far[i] = int16(r.lvl * (r.rng.Float64()*2 - 1))
+	}
+	r.tap.Write(r.far)
+	r.path.Play(r.at, r.far, 24000)
+	clear(dst)
+	r.path.Capture(r.at, dst)
+	r.at += int64(len(dst))
+	r.clk.Advance(time.Duration(len(dst)) * time.Second / Rate)
+	return len(dst), nil
+}
+
+type latSpk struct{ nullSpk }
+
+func (latSpk) DeviceLatency() time.Duration { return 20 * time.Millisecond }
+
+// The Source finds the clock offset the room simulates from the echo and
+// compensates it: the estimate is close within seconds, for offsets of
+// both signs up to 200 ppm, on several rooms (seeds), and the far end is
+// not moved meanwhile.
+func TestSourceCompensatesDrift(t *testing.T) {
+	if testing.Short() {
+		t.Skip("simulated room")
+	}
+	for _, ppm := range []float64{-200, -50, 0, 100, 200} {
+		for seed := uint64(1); seed <= 2; seed++ {
+			clk := clock.NewFake()
+			ref, _ := NewReference(clk, 24000)
+			p, err := room.New(room.Config{DelayMS: 40 + 20*float64(seed), EchoGainDB: -6, RT60: 0.2, DRRDB: 6, DriftPPM: ppm,
+				Noise: room.NoisePink, NoiseDBFS: -55, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rig := &echoRig{clk: clk, path: p, far: make([]int16, 480), rng: rand.New(rand.NewPCG(seed, 1))}
+			rig.tap = NewTap(latSpk{}, ref, clk)
+			s := NewSource(rig, ref, &scaler{gain: 1}, clk, SourceConfig{DriftCompensation: true, MarginMS: 48})
+			frame := make([]int16, 320)
+			var at time.Duration
+			for i := range 12 * 50 { // 12 s
+				s.Read(frame)
+				if at == 0 && s.driftPPM.Load() != 0 {
+					at = time.Duration(i+1) * 20 * time.Millisecond
+				}
+			}
+			name := fmt.Sprintf("%v ppm seed %d", ppm, seed)
+			if got := s.DriftPPM(); math.Abs(got-ppm) > 3 || at == 0 && ppm != 0 {
+				t.Errorf("%s: compensating %.1f ppm (first estimate after %v)", name, got, at)
+			}
+			if at > 6*time.Second {
+				t.Errorf("%s: first estimate after %v", name, at)
+			}
+			if s.Shifts() > 1 {
+				t.Errorf("%s: far end moved %d times", name, s.Shifts())
+			}
+			if ppm == -200 && seed == 1 {
+				// Measuring, fitting and resampling allocate nothing.
+				n0 := s.drift.measured
+				if a := testing.AllocsPerRun(100, func() { s.Read(frame) }); a != 0 {
+					t.Errorf("%v allocs per 20 ms read with drift compensation", a)
+				}
+				if s.drift.measured == n0 {
+					t.Errorf("no lag measured during the allocation test")
+				}
+			}
+			t.Logf("%s: %.2f ppm after 12 s, first estimate after %v, %d lag measurements", name, s.DriftPPM(), at, s.drift.measured)
+		}
+	}
+}
+
+// With the far end read at a compensated ratio, the mic's sample count
+// slides against its timestamps by the clock offset (here: timestamps on
+// the speaker's clock, 200 ppm over 10 minutes = 120 ms): that is no
+// reason to re-anchor the timeline (each re-anchoring moves the far end
+// against the echo), while a sudden jump of the timestamps still is.
+func TestCompensatedTimelineDoesNotReanchorOnDrift(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	tap := NewTap(latSpk{}, ref, clk)
+	s := NewSource(fakeMic{clk}, ref, &scaler{gain: 1}, clk, SourceConfig{DriftCompensation: true, FixedDelayMS: 60})
+	s.ratio = 1 - 200e-6
+	blk, frame := make([]int16, 480), make([]int16, 320)
+	for range 10 * 60 * 50 {
+		tap.Write(blk)
+		s.Read(frame)
+	}
+	if s.anchors != 1 {
+		t.Errorf("timeline anchored %d times in 10 minutes of 200 ppm slide, want once", s.anchors)
+	}
+	clk.Advance(100 * time.Millisecond) // the mic lost 100 ms
+	tap.Write(blk)
+	s.Read(frame)
+	if s.anchors != 2 {
+		t.Errorf("a 100 ms jump of the timestamps: anchored %d times, want 2", s.anchors)
+	}
+}
+
+// With drift compensation the adaptive guard waits for the clock offset:
+// until it is found the threshold is the fixed double_talk_db.
+func TestAdaptiveGuardWaitsForTheDriftEstimate(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	c := &scaler{gain: math.Pow(10, -30.0/20)}
+	tap := NewTap(nullSpk{}, ref, clk)
+	s := NewSource(&noiseMic{clk: clk, rng: rand.New(rand.NewPCG(1, 2))}, ref, c, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10, DriftCompensation: true})
+	rng := rand.New(rand.NewPCG(2, 2))
+	blk, frame := make([]int16, 480), make([]int16, 320)
+	for range 300 {
+		for i := range blk {
+			blk[i] = int16(rng.IntN(8000) - 4000)
+		}
+		tap.Write(blk)
+		s.Read(frame)
+	}
+	if g := s.GuardDB(); g != DefaultDoubleTalkDB {
+		t.Fatalf("no drift estimate yet: guard %.1f dB, want the fixed %v", g, DefaultDoubleTalkDB)
+	}
+	s.drift.fit.have = true // an estimate (1.0: one clock)
+	tap.Write(blk)
+	s.Read(frame)
+	if g := s.GuardDB(); g < 17 || g > 21 {
+		t.Errorf("with the drift estimate: guard %.1f dB, want about 30 - 10", g)
+	}
+}
+
+// noiseMic captures noise unrelated to the far end.
+type noiseMic struct {
+	clk *clock.Fake
+	rng *rand.Rand
+}
+
+func (m *noiseMic) Format() hw.AudioFormat { return hw.MicFormat }
+func (m *noiseMic) Close() error           { return nil }
+func (m *noiseMic) Read(dst []int16) (int, error) {
+	m.clk.Advance(time.Duration(len(dst)) * time.Second / Rate)
+	for i := range dst {
+		dst[i] = int16(m.rng.IntN(8000) - 4000)
+	}
+	return len(dst), nil
+}
