@@ -635,6 +635,12 @@ func TestRobotFunctionCallDecision(t *testing.T) {
 		t.Run(decision, func(t *testing.T) {
 			r := startRobot(t, rigOptions{gw: gateway.Config{Decision: decision}})
 			r.session(t)
+			// The GPIO module reads the line's level when it starts: a
+			// press before that is its initial state, not a press (seen
+			// under qemu-arm, where the module starts late).
+			waitUntil(t, 3*time.Second, "initial gpio.button_head state", func() bool {
+				return len(received(r.a.gw, stateNamed("gpio.button_head"))) == 1
+			})
 			_, n0 := r.log.pinWrites("", 0)
 			bounce(r.pin(pinButtonHead), gpio.Low, gpio.High, gpio.Low)
 			var fc *protocol.FunctionCall
