@@ -235,24 +235,20 @@ func (t *Tap) Write(p []int16) error {
 	if err != nil {
 		return err
 	}
+	if t.AudioSink.Format().Channels != 1 {
+		return nil
+	}
+	dur := time.Duration(len(p)) * time.Second / time.Duration(t.rate)
+	if t.end != nil {
+		t.ref.PlayedExact(p, t.end.WrittenEnd()-dur)
+		return nil
+	}
 	// After Write returns, its last sample reaches the DAC DeviceLatency
 	// later, so the first one did that minus the block's duration.
-	dur := time.Duration(len(p)/t.AudioSink.Format().Channels) * time.Second / time.Duration(t.rate)
-	var dac time.Duration
-	if t.end != nil {
-		dac = t.end.WrittenEnd() - dur
-	} else {
-		dac = t.clk.Mono() - dur
-		if t.lat != nil {
-			dac += t.lat.DeviceLatency()
-		}
+	dac := t.clk.Mono() - dur
+	if t.lat != nil {
+		dac += t.lat.DeviceLatency()
 	}
-	if t.AudioSink.Format().Channels == 1 {
-		if t.end != nil {
-			t.ref.PlayedExact(p, dac)
-		} else {
-			t.ref.Played(p, dac)
-		}
-	}
+	t.ref.Played(p, dac)
 	return nil
 }

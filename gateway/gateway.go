@@ -394,9 +394,8 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 	ss := &Session{
 		ID:       fmt.Sprintf("gw-%d", s.nextID.Add(1)),
 		DeviceID: dev, Hello: hello, srv: s, pace: newPacer(hello.PlaybackBufferMS, !s.cfg.NoPacing && slices.Contains(hello.Capabilities, protocol.CapPlaybackProgress)),
-		out:  make(chan outMsg, 4096),
-		done: make(chan struct{}),
-
+		out:        make(chan outMsg, 4096),
+		done:       make(chan struct{}),
 		writerGone: make(chan struct{}),
 		pong:       make(chan []byte, 1),
 		utt:        make(map[uint32][]int16),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
@@ -86,7 +87,7 @@ type Speaker struct {
 	cut       bool          // Flush cut the current block
 	flushes   int
 
-	writtenEnd time.Duration // WrittenEnd
+	writtenEnd atomic.Int64 // WrittenEnd (ns)
 
 	room    *room.Path
 	latency time.Duration
@@ -173,7 +174,7 @@ func (s *Speaker) Write(p []int16) error {
 	s.nblocks++
 	s.curAt, s.curFrames, s.curKeep = at, frames, len(s.samples)
 	s.curEnd, s.cut = s.base+durationOf(s.frames, s.format.SampleRate), false
-	s.writtenEnd = s.curEnd + s.latency
+	s.writtenEnd.Store(int64(s.curEnd + s.latency))
 	if s.keep {
 		s.samples = append(s.samples, p...)
 	}
@@ -274,11 +275,7 @@ func (s *Speaker) DeviceLatency() time.Duration { return s.latency }
 // the room (clock.Mono time; see aec.Tap). Unlike DeviceLatency it does not
 // depend on how late the Write returned: a Write that wakes up late (a
 // loaded machine, -race) returns after its block has played. Any goroutine.
-func (s *Speaker) WrittenEnd() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.writtenEnd
-}
+func (s *Speaker) WrittenEnd() time.Duration { return time.Duration(s.writtenEnd.Load()) }
 
 // roomIndex converts a clock.Mono time to a 16 kHz sample index of the
 // room's common timeline.
