@@ -44,10 +44,10 @@ build-sim:
 test:
 	@scripts/test.sh
 
-## test-full-duplex: the PulseAudio full-duplex echo-path test (opt-in: not yet reliable under load), 3 runs.
+## test-full-duplex: the PulseAudio full-duplex echo-path test alone (make test runs it once, without -race), 5 runs.
 test-full-duplex:
-	@scripts/deps.sh && go test -c -race -tags "$$(scripts/detect-tags.sh)" -o bin/fullduplex.test ./cmd/robot-agent && \
-		cd cmd/robot-agent && for i in 1 2 3; do ROBOT_AGENT_FULL_DUPLEX_E2E=1 ../../scripts/with-pulse.sh ../../bin/fullduplex.test -test.run 'TestRealFullDuplexEchoPath$$' -test.v -test.count 1 || exit 1; done
+	@scripts/deps.sh && go test -c -tags "$$(scripts/detect-tags.sh)" -o bin/fullduplex.test ./cmd/robot-agent && \
+		cd cmd/robot-agent && for i in 1 2 3 4 5; do ../../scripts/with-pulse.sh ../../bin/fullduplex.test -test.run 'TestRealFullDuplexEchoPath$$' -test.v -test.count 1 || exit 1; done
 
 ## test-go: only the Go test suite with -race, no system set-up.
 test-go:

@@ -85,6 +85,28 @@ const convergedReads = 100
 // level explained by the learned echo path counts as echo.
 const onsetGuard = 300
 
+// disturbGuard (ms) is how long at most after a disturbance of the
+// alignment (the speaker's or the mic's timeline re-anchored: a device
+// underflow or a stalled writer on a loaded machine) the learned-echo-path
+// check of the onset guard applies, because the canceller's filter may no
+// longer line up with the echo until it re-adapts; shiftGuard (ms) the same
+// after the far end was moved (the canceller is reset and converges again,
+// about 2 s). The guard lapses earlier once the canceller has removed more
+// than the double-talk threshold on recoveredMS of reads with the far end
+// playing in a row (it lines up again). Measured through the real
+// PulseAudio echo path at load 3-9: the self-interruptions followed a
+// re-anchoring within 0.1-0.6 s (docs/audio.md).
+const (
+	disturbGuard = 1500
+	shiftGuard   = 2000
+	recoveredMS  = 200
+)
+
+// farPeakHalfLife (ms): the far end's power the disturbance guard compares
+// the mic with is its peak over about this long, so a timeline that is off
+// by up to a few hundred ms still finds the echo's source.
+const farPeakHalfLife = 150
+
 // Source is an hw.AudioSource that cancels the echo of the Reference in
 // what src captures. Read is called by one goroutine (the capture pump).
 // Reads should be whole multiples of FrameSamples (10 ms); the remainder
@@ -126,6 +148,14 @@ type Source struct {
 	echoReads        int           // reads the canceller has shown to be converged on (up to convergedReads)
 	dtRatio          float64       // linear energy ratio of DoubleTalkDB
 	delaySamples     atomic.Int64
+	// Disturbances of the alignment (see disturbGuard): the counts last
+	// seen, the samples the guard still holds, the far end's decaying
+	// peak power (per sample) the learned echo path is applied to.
+	seenJumps, seenShifts int64
+	seenAnchors           int
+	disturbed, recovered  int
+	farPeak               float64
+	guarded               atomic.Int64
 }
 
 // capturedEnder is an optional capability of a source: the clock.Mono time
@@ -338,6 +368,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	}
 	s.guardRatio.Store(math.Float64bits(thr))
 	echo := s.farHang > 0 && eMic > thr*eOut
+	disturbed := s.disturbance(n, eFar, farNow, echo)
 	if s.dt != nil {
 		s.doubleTalk(farNow && !echo && s.echoReads >= convergedReads, echo)
 	}
@@ -363,9 +394,63 @@ func (s *Source) Read(dst []int16) (int, error) {
 	if !echo && s.farHang > 0 && s.farSince <= onsetGuard*Rate/1000 && s.erl > 0 && eMic < 4*s.erl*eFar {
 		echo = true
 	}
+	if disturbed && !echo && s.farHang > 0 && s.erl > 0 && eMic < 4*s.erl*s.farPeak*float64(n) {
+		// Likewise after the alignment was disturbed, against the far
+		// end's recent peak (the timeline may be off by the jump).
+		echo = true
+		s.guarded.Add(1)
+	}
 	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && echo)
 	return n, nil
 }
+
+// disturbance tracks the far end's decaying peak power and whether the
+// disturbance guard holds for this read of n samples with far-end energy
+// eFar (farNow: the far end plays; reduced: the canceller removed more
+// than the double-talk threshold): it starts on a re-anchoring of either
+// timeline (disturbGuard) or a move of the far end (shiftGuard) and
+// lapses after recoveredMS of reduced reads in a row.
+func (s *Source) disturbance(n int, eFar float64, farNow, reduced bool) bool {
+	s.farPeak = max(eFar/float64(n), s.farPeak*math.Exp2(-float64(n)*1000/(farPeakHalfLife*Rate)))
+	start := func(ms int) {
+		s.disturbed, s.recovered = max(s.disturbed, ms*Rate/1000), 0
+	}
+	if j := s.ref.Jumps(); j != s.seenJumps {
+		s.seenJumps = j
+		start(disturbGuard)
+	}
+	if s.anchors != s.seenAnchors {
+		// The first anchoring is the start, not a disturbance.
+		if s.seenAnchors > 0 {
+			start(disturbGuard)
+		}
+		s.seenAnchors = s.anchors
+	}
+	if sh := s.shifts.Load(); sh != s.seenShifts {
+		s.seenShifts = sh
+		start(shiftGuard)
+	}
+	if s.disturbed == 0 {
+		return false
+	}
+	switch {
+	case farNow && reduced:
+		s.recovered += n
+	case farNow:
+		s.recovered = 0
+	}
+	if s.recovered >= recoveredMS*Rate/1000 {
+		s.disturbed = 0
+		return false
+	}
+	s.disturbed = max(s.disturbed-n, 0)
+	return true
+}
+
+// Guarded counts reads the disturbance guard called echo that the
+// canceller's reduction alone would have let through as the user. Any
+// goroutine.
+func (s *Source) Guarded() int64 { return s.guarded.Load() }
 
 // Double talk for cancellers that adapt to it (doubleTalker): on after
 // dtOnReads reads of the far end playing with less echo reduction than the

@@ -234,3 +234,96 @@ func TestSourceSignalsDoubleTalk(t *testing.T) {
 		t.Fatalf("after %d echo reads: %v, want [true false]", dtOffReads, c.calls)
 	}
 }
+
+// gainMic is fakeMic with an adjustable level.
+type gainMic struct {
+	clk  *clock.Fake
+	gain float64
+}
+
+func (m *gainMic) Format() hw.AudioFormat { return hw.MicFormat }
+func (m *gainMic) Close() error           { return nil }
+func (m *gainMic) Read(dst []int16) (int, error) {
+	m.clk.Advance(time.Duration(len(dst)) * time.Second / Rate)
+	for i := range dst {
+		dst[i] = int16(float64(i*7) * m.gain)
+	}
+	return len(dst), nil
+}
+
+// After the speaker's timeline re-anchors (a device underflow: the blocks
+// play later than counted) the canceller may no longer line up with the
+// echo and its reduction drops; then a mic level the learned echo path
+// explains counts as echo, a user well above it does not, for as long as
+// the canceller has not recovered (at most disturbGuard); once it removes
+// the echo again for recoveredMS the guard lapses.
+func TestDisturbanceGuardAfterReanchoring(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	c := &scaler{gain: math.Pow(10, -30.0/20)}
+	tap := NewTap(nullSpk{}, ref, clk)
+	mic := &gainMic{clk: clk, gain: 1}
+	s := NewSource(mic, ref, c, clk, SourceConfig{FixedDelayMS: 20})
+	blk, frame := make([]int16, 480), make([]int16, 320)
+	for i := range blk {
+		blk[i] = int16(i * 13)
+	}
+	read := func(reductionDB, micGain float64, write bool) bool {
+		c.gain, mic.gain = math.Pow(10, -reductionDB/20), micGain
+		if write {
+			tap.Write(blk)
+		}
+		s.Read(frame)
+		return s.EchoDominated()
+	}
+	stall := func() {
+		// The speaker stalls for 200 ms, then plays on: its timeline
+		// re-anchors.
+		j := ref.Jumps()
+		for range 10 {
+			read(30, 1, false)
+		}
+		read(30, 1, true)
+		if ref.Jumps() == j {
+			t.Fatal("the stall did not re-anchor the speaker's timeline")
+		}
+	}
+	for range 300 {
+		read(30, 1, true)
+	}
+	// Misaligned (10 dB removed) before any disturbance: the user.
+	if read(10, 1, true) {
+		t.Fatal("a read with 10 dB removed counted as echo without a disturbance")
+	}
+	read(30, 1, true)
+	stall()
+	// The canceller is misaligned for 600 ms: all of it is echo.
+	for i := range 30 {
+		if !read(10, 1, true) {
+			t.Fatalf("%d ms after the re-anchoring, residual echo the learned path explains passed as the user", i*20)
+		}
+	}
+	if read(10, 10, true) {
+		t.Error("after the re-anchoring, a user 20 dB above the echo counted as echo")
+	}
+	if s.Guarded() == 0 {
+		t.Error("Guarded() did not count the guarded reads")
+	}
+	// The canceller lines up again: after recoveredMS the guard lapses.
+	for range recoveredMS / 20 {
+		read(30, 1, true)
+	}
+	if read(10, 1, true) {
+		t.Errorf("the guard still held after %d ms of recovered reads", recoveredMS)
+	}
+	// Never recovered: the guard lapses after disturbGuard.
+	read(30, 1, true)
+	stall()
+	held := 0
+	for held < 2*disturbGuard/20 && read(10, 1, true) {
+		held++
+	}
+	if held < disturbGuard/20-2 || held > disturbGuard/20 {
+		t.Errorf("without recovery the guard held %d ms, want about %d", held*20, disturbGuard)
+	}
+}

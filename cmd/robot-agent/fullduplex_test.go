@@ -36,13 +36,13 @@ func pactl(t *testing.T, args ...string) string {
 // played into the mic's sink mid-reply: it must reach the gateway through
 // the canceller and interrupt the reply.
 //
-// Opt-in (ROBOT_AGENT_FULL_DUPLEX_E2E=1, make test-full-duplex): it passes
-// on an idle machine but not reliably at load average 6-14, where residual
-// echo after a device stall can still start an utterance (docs/audio.md,
-// "Known limit"); in make test it would make CI flaky.
+// It runs in make test's real-time step, without -race. Under -race (the
+// Go side several times slower, every package's tests at once) the devices
+// stall and underflow far more than any robot board's would; there it is
+// opt-in: ROBOT_AGENT_FULL_DUPLEX_E2E=1 (make test-full-duplex).
 func TestRealFullDuplexEchoPath(t *testing.T) {
-	if os.Getenv("ROBOT_AGENT_FULL_DUPLEX_E2E") != "1" {
-		t.Skip("opt-in: ROBOT_AGENT_FULL_DUPLEX_E2E=1 (make test-full-duplex); not yet reliable on a loaded machine, docs/benchmarks.md \"Full-duplex PulseAudio test\"")
+	if raceEnabled && os.Getenv("ROBOT_AGENT_FULL_DUPLEX_E2E") != "1" {
+		t.Skip("real-time test: runs without -race in make test (scripts/test.sh); under -race opt-in with ROBOT_AGENT_FULL_DUPLEX_E2E=1")
 	}
 	sinkName := os.Getenv("ROBOT_AGENT_PULSE_SINK")
 	if sinkName == "" {
