@@ -79,6 +79,9 @@ type VADResult struct {
 	// FramesActive: the same decisions against LabelsActive (frames within
 	// 15.9 dB of the phrase's active level, ITU-T P.56's margin).
 	FramesActive VADCounts
+	// FramesP56: the same decisions against LabelsP56 (ITU-T P.56 method
+	// B activity, with its 200 ms hangover).
+	FramesP56 VADCounts
 	// RawOnsets: per detected phrase, end of the first frame the detector
 	// called speech (from 40 ms before the first labelled frame) minus the
 	// start of the first labelled frame: 20 ms when it fires on that
@@ -147,7 +150,7 @@ func RunVAD(sc VADScene) (VADResult, error) {
 		n := copy(clean[at:], near)
 		phrases = append(phrases, phrase{start: at, end: at + n})
 	}
-	labels, active := Labels(clean), LabelsActive(clean)
+	labels, active, p56 := Labels(clean), LabelsActive(clean), LabelsP56(clean)
 	onsetActive := make([]int, len(phrases))
 	for i := range phrases {
 		p := &phrases[i]
@@ -202,6 +205,7 @@ func RunVAD(sc VADScene) (VADResult, error) {
 		called[i] = det.Speech(mic[i*micFrame:(i+1)*micFrame], false)
 		res.Frames.count(called[i], labels[i])
 		res.FramesActive.count(called[i], active[i])
+		res.FramesP56.count(called[i], p56[i])
 	}
 	det.Close()
 	for _, p := range phrases {
