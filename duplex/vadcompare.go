@@ -29,6 +29,9 @@ type VADScene struct {
 	Trials int     // default 10
 	GapMS  int     // default 1000
 	LeadMS int     // default 1000
+	// IdleMS of noise alone follow the last trial; utterances the pump
+	// starts there are IdleStarts (its frames are not in the frame counts).
+	IdleMS int
 	Noise  string
 	SNRDB  float64
 	Seed   uint64
@@ -97,8 +100,11 @@ type VADResult struct {
 	// Clipped: phrases whose first labelled frame was not delivered (the
 	// pre-roll did not reach back to it) or that were never delivered.
 	Clipped, Phrases int
-	// FalseStarts: utterances started with no phrase around.
+	// FalseStarts: utterances started with no phrase around (before the
+	// idle stretch).
 	FalseStarts int
+	// IdleStarts: utterances started in the IdleMS of noise alone.
+	IdleStarts int
 }
 
 // Percentile returns the p-th percentile (0..100) of ds, or -1 when empty.
@@ -142,7 +148,8 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	slot := (3*len(near) + micFrame - 1) / micFrame * micFrame
 	lead := sc.LeadMS * NearRate / 1000 / micFrame * micFrame
 	gap := sc.GapMS * NearRate / 1000 / micFrame * micFrame
-	total := lead + sc.Trials*(slot+gap)
+	trials := lead + sc.Trials*(slot+gap)
+	total := trials + max(sc.IdleMS, 0)*NearRate/1000/micFrame*micFrame
 	clean := make([]int16, total)
 	var phrases []phrase
 	for r := range sc.Trials {
@@ -203,6 +210,9 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	called := make([]bool, len(labels))
 	for i := range called {
 		called[i] = det.Speech(mic[i*micFrame:(i+1)*micFrame], false)
+		if i*micFrame >= trials {
+			continue // the idle stretch: starts only
+		}
 		res.Frames.count(called[i], labels[i])
 		res.FramesActive.count(called[i], active[i])
 		res.FramesP56.count(called[i], p56[i])
@@ -232,6 +242,10 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	hang := time.Duration(v.HangoverMS) * time.Millisecond
 	used := make([]bool, len(phrases))
 	for _, st := range sink.starts {
+		if st.at >= dur(trials) {
+			res.IdleStarts++
+			continue
+		}
 		matched := false
 		for i, p := range phrases {
 			on := dur(p.onset)

@@ -129,3 +129,29 @@ func TestP56(t *testing.T) {
 		t.Errorf("labels: frame 60 %v (want true), 10 %v, 52 (pause) %v, last %v", lab[60], lab[10], lab[52], lab[len(lab)-1])
 	}
 }
+
+// IdleMS appends noise alone: the frame counts and the trials' starts are
+// those of the same scene without it, and a detector set to fire on noise
+// (energy, 6 dB over the floor, 20 ms min speech, 100 ms hangover) starts
+// utterances there.
+func TestRunVADIdle(t *testing.T) {
+	near := Synthetic(1200*time.Millisecond, 3)
+	sc := VADScene{Near: near, Trials: 2, Noise: room.NoiseBabble, SNRDB: 0, Seed: 4,
+		VAD: capture.VADConfig{Detector: "energy", StartDB: 6, StopDB: 6, MinSpeechMS: 20, HangoverMS: 100}}
+	a, err := RunVAD(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.IdleMS = 20000
+	b, err := RunVAD(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Frames != b.Frames || a.FramesP56 != b.FramesP56 || a.FalseStarts != b.FalseStarts || a.IdleStarts != 0 {
+		t.Errorf("without idle %+v, with %+v", a, b)
+	}
+	if b.IdleStarts == 0 {
+		t.Errorf("energy detector at 6 dB in babble: no start in 20 s of noise alone")
+	}
+	t.Logf("idle starts in 20 s: %d", b.IdleStarts)
+}
