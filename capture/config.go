@@ -109,7 +109,10 @@ type VADConfig struct {
 	// estimate.
 	Detector string `yaml:"detector"`
 	// DetectorMode is the webrtc aggressiveness 0..3 (default 0 when
-	// unset) or the speex start probability in percent (default 80).
+	// unset), the speex start probability in percent (default 80) or the
+	// spectral detector's decision hangover in ms, 0..200 (default 0;
+	// see vad.SpectralConfig.HangoverMS; not with auto, which uses
+	// spectral's defaults).
 	DetectorMode int `yaml:"detector_mode"`
 }
 

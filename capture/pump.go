@@ -112,11 +112,12 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 		p.riseStep = v.FloorRiseDBPerS * float64(cfg.FrameMS) / 1000
 		ringLen = p.preFrames + p.minSpeechFrames
 		if v.Detector != vad.KindEnergy {
-			kind := v.Detector
+			kind, mode := v.Detector, v.DetectorMode
 			if kind == DetectorAuto {
-				kind, p.auto = vad.KindSpectral, true
+				// auto is the measured default: spectral without options.
+				kind, mode, p.auto = vad.KindSpectral, 0, true
 			}
-			d, err := vad.New(vad.Options{Kind: kind, FrameMS: cfg.FrameMS, Mode: v.DetectorMode,
+			d, err := vad.New(vad.Options{Kind: kind, FrameMS: cfg.FrameMS, Mode: mode,
 				Energy: vad.EnergyConfig{MinFloorDBFS: v.MinFloorDBFS}})
 			if err != nil {
 				return nil, fmt.Errorf("capture: vad.detector %q: %w", v.Detector, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/hw/sim"
 	"github.com/robot-agent/robot-agent/vad"
 )
@@ -99,5 +100,29 @@ func TestAutoDetectorFollowsTheOnsetGuard(t *testing.T) {
 	}
 	if err := (Config{Mode: ModeVAD, FrameMS: 40}).Validate(); err != nil {
 		t.Errorf("auto at 40 ms: %v", err)
+	}
+}
+
+// detector_mode reaches an explicit spectral detector (its decision
+// hangover, 0..200 ms) but not auto, which uses spectral's defaults.
+func TestDetectorModeSpectral(t *testing.T) {
+	clk := clock.NewFake()
+	mic, err := sim.NewMic(sim.MicConfig{}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mic.Close()
+	for _, tc := range []struct {
+		det  string
+		mode int
+		ok   bool
+	}{{vad.KindSpectral, 50, true}, {vad.KindSpectral, 500, false}, {DetectorAuto, 500, true}} {
+		p, err := NewPump(Config{Mode: ModeVAD, VAD: VADConfig{Detector: tc.det, DetectorMode: tc.mode}}, mic, &collector{}, clk, nil, nil)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s mode %d: error %v, want ok %v", tc.det, tc.mode, err, tc.ok)
+		}
+		if err == nil {
+			p.Close()
+		}
 	}
 }

@@ -29,6 +29,9 @@ type VADScene struct {
 	Trials int     // default 10
 	GapMS  int     // default 1000
 	LeadMS int     // default 1000
+	// IdleMS of noise alone follow the last trial; utterances the pump
+	// starts there are IdleStarts (its frames are not in the frame counts).
+	IdleMS int
 	Noise  string
 	SNRDB  float64
 	Seed   uint64
@@ -79,6 +82,9 @@ type VADResult struct {
 	// FramesActive: the same decisions against LabelsActive (frames within
 	// 15.9 dB of the phrase's active level, ITU-T P.56's margin).
 	FramesActive VADCounts
+	// FramesP56: the same decisions against LabelsP56 (ITU-T P.56 method
+	// B activity, with its 200 ms hangover).
+	FramesP56 VADCounts
 	// RawOnsets: per detected phrase, end of the first frame the detector
 	// called speech (from 40 ms before the first labelled frame) minus the
 	// start of the first labelled frame: 20 ms when it fires on that
@@ -94,8 +100,11 @@ type VADResult struct {
 	// Clipped: phrases whose first labelled frame was not delivered (the
 	// pre-roll did not reach back to it) or that were never delivered.
 	Clipped, Phrases int
-	// FalseStarts: utterances started with no phrase around.
+	// FalseStarts: utterances started with no phrase around (before the
+	// idle stretch).
 	FalseStarts int
+	// IdleStarts: utterances started in the IdleMS of noise alone.
+	IdleStarts int
 }
 
 // Percentile returns the p-th percentile (0..100) of ds, or -1 when empty.
@@ -139,7 +148,8 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	slot := (3*len(near) + micFrame - 1) / micFrame * micFrame
 	lead := sc.LeadMS * NearRate / 1000 / micFrame * micFrame
 	gap := sc.GapMS * NearRate / 1000 / micFrame * micFrame
-	total := lead + sc.Trials*(slot+gap)
+	trials := lead + sc.Trials*(slot+gap)
+	total := trials + max(sc.IdleMS, 0)*NearRate/1000/micFrame*micFrame
 	clean := make([]int16, total)
 	var phrases []phrase
 	for r := range sc.Trials {
@@ -147,7 +157,7 @@ func RunVAD(sc VADScene) (VADResult, error) {
 		n := copy(clean[at:], near)
 		phrases = append(phrases, phrase{start: at, end: at + n})
 	}
-	labels, active := Labels(clean), LabelsActive(clean)
+	labels, active, p56 := Labels(clean), LabelsActive(clean), LabelsP56(clean)
 	onsetActive := make([]int, len(phrases))
 	for i := range phrases {
 		p := &phrases[i]
@@ -200,8 +210,12 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	called := make([]bool, len(labels))
 	for i := range called {
 		called[i] = det.Speech(mic[i*micFrame:(i+1)*micFrame], false)
+		if i*micFrame >= trials {
+			continue // the idle stretch: starts only
+		}
 		res.Frames.count(called[i], labels[i])
 		res.FramesActive.count(called[i], active[i])
+		res.FramesP56.count(called[i], p56[i])
 	}
 	det.Close()
 	for _, p := range phrases {
@@ -228,6 +242,10 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	hang := time.Duration(v.HangoverMS) * time.Millisecond
 	used := make([]bool, len(phrases))
 	for _, st := range sink.starts {
+		if st.at >= dur(trials) {
+			res.IdleStarts++
+			continue
+		}
 		matched := false
 		for i, p := range phrases {
 			on := dur(p.onset)

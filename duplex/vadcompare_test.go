@@ -3,6 +3,7 @@ package duplex
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -72,4 +73,85 @@ func TestLabelsActive(t *testing.T) {
 	if !l[15] || !a[15] || !l[30] || a[30] || l[45] || a[45] || a[5] {
 		t.Errorf("labels %v/%v, %v/%v, %v/%v", l[15], a[15], l[30], a[30], l[45], a[45])
 	}
+}
+
+// P56 on a tone burst: the active level is the RMS over the active samples
+// (within the 6 dB steps' interpolation error), a little under the burst's
+// own RMS because the activity includes the hangover; the activity covers
+// the burst, the envelope's fall to the threshold (about 100 ms for a tone
+// 15.9 dB above it) and the 200 ms hangover, and a pause shorter than the
+// hangover stays active.
+func TestP56(t *testing.T) {
+	const rate = 16000
+	s := make([]int16, 3*rate)
+	put := func(from, to int, amp float64) {
+		for i := from; i < to; i++ {
+			s[i] = int16(amp * math.Sin(2*math.Pi*440*float64(i)/rate))
+		}
+	}
+	put(rate/2, rate, 3277)         // 0.5 s at -10 dBFS peak
+	put(rate+rate/10, 2*rate, 3277) // after a 100 ms pause
+	level, act := P56(s, rate)
+	var e float64
+	var n int
+	first, last := -1, -1
+	for i, a := range act {
+		if a {
+			e += float64(s[i]) * float64(s[i])
+			n++
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	rms := 10*math.Log10(e/float64(n)) - 90.309
+	sine := 20*math.Log10(3277.0/32768) - 3.0103
+	if math.Abs(level-rms) > 0.6 || level > sine || level < sine-1.5 {
+		t.Errorf("active level %.2f dBFS; RMS over the active samples %.2f, the tone's %.2f", level, rms, sine)
+	}
+	if d := first - rate/2; d < 0 || d > rate/25 {
+		t.Errorf("activity starts %d samples after the burst", d)
+	}
+	if d := last - (2*rate + rate/5); d < rate/20 || d > rate*3/20 {
+		t.Errorf("activity ends %d samples after burst end + 200 ms, want 50..150 ms", d)
+	}
+	for i := rate; i < rate+rate/10; i++ {
+		if !act[i] {
+			t.Fatalf("sample %d in the 100 ms pause is not active", i)
+		}
+	}
+	if l, a := P56(make([]int16, rate), rate); !math.IsInf(l, -1) || slices.Contains(a, true) {
+		t.Errorf("silence: level %v, some active", l)
+	}
+	lab := LabelsP56(s)
+	if !lab[60] || lab[10] || !lab[52] || lab[len(lab)-1] {
+		t.Errorf("labels: frame 60 %v (want true), 10 %v, 52 (pause) %v, last %v", lab[60], lab[10], lab[52], lab[len(lab)-1])
+	}
+}
+
+// IdleMS appends noise alone: the frame counts and the trials' starts are
+// those of the same scene without it, and a detector set to fire on noise
+// (energy, 6 dB over the floor, 20 ms min speech, 100 ms hangover) starts
+// utterances there.
+func TestRunVADIdle(t *testing.T) {
+	near := Synthetic(1200*time.Millisecond, 3)
+	sc := VADScene{Near: near, Trials: 2, Noise: room.NoiseBabble, SNRDB: 0, Seed: 4,
+		VAD: capture.VADConfig{Detector: "energy", StartDB: 6, StopDB: 6, MinSpeechMS: 20, HangoverMS: 100}}
+	a, err := RunVAD(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.IdleMS = 20000
+	b, err := RunVAD(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Frames != b.Frames || a.FramesP56 != b.FramesP56 || a.FalseStarts != b.FalseStarts || a.IdleStarts != 0 {
+		t.Errorf("without idle %+v, with %+v", a, b)
+	}
+	if b.IdleStarts == 0 {
+		t.Errorf("energy detector at 6 dB in babble: no start in 20 s of noise alone")
+	}
+	t.Logf("idle starts in 20 s: %d", b.IdleStarts)
 }

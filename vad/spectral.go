@@ -25,8 +25,20 @@ import "math"
 //   - Hangover by Sohn's two-state hidden Markov model: the speech
 //     probability of the previous hop, propagated through the transition
 //     probabilities, is the prior of the next; a hop is speech when the
-//     posterior exceeds 1/2 (the Bayes decision for equal costs). A frame
-//     of the pump (10–60 ms) is speech when any of its hops is.
+//     posterior exceeds 1/2 (the Bayes decision for equal costs).
+//   - Optionally (SpectralConfig.HangoverMS, off by default) a short
+//     decision hangover after speech bursts, as in the GSM full-rate VAD
+//     (GSM 06.32, vad_hangover: a hangover only after a burst of speech
+//     frames): after at least specBurstHops consecutive speech hops
+//     (50 ms) the hops of the hangover are still speech. It recovers word
+//     tails the HMM drops once they fall under the noise; a noise blip
+//     shorter than the burst gets none, so it cannot grow into a run long
+//     enough to start an utterance. Off by default: measured, it trades
+//     false positives for tail frames and changes nothing in the capture
+//     pump, whose own hangover (600 ms) already covers tails
+//     (docs/benchmarks.md "VAD on speech in noise").
+//
+// A frame of the pump (10–60 ms) is speech when any of its hops is.
 //
 // The noise estimate is floored at white noise of MinFloorDBFS, so digital
 // silence followed by a faint sound is not speech.
@@ -38,19 +50,22 @@ const (
 	specHi   = 248 // 7.75 kHz
 	specBins = specHi - specLo + 1
 
-	mcraAlphaS  = 0.8  // periodogram smoothing in time
-	mcraAlphaP  = 0.2  // speech-presence probability smoothing
-	mcraAlphaD  = 0.95 // noise averaging (200 ms time constant at 10 ms hops)
-	mcraDelta   = 5.0  // smoothed power over its minimum above this: speech present
-	mcraWindow  = 100  // hops per minimum sub-window (the minimum spans 1–2 s)
-	mcraInit    = 20   // hops of plain averaging at start (200 ms)
-	ddAlpha     = 0.98 // decision-directed smoothing
-	xiMin       = 0.003
-	gammaMax    = 1000 // a posteriori SNR cap (30 dB): one bin cannot decide alone
-	logitBound  = 30
-	hmmA01      = 0.05 // P(silence → speech) per hop; stationary P(speech) = a01/(a01+a10) = 1/3 < 1/2
-	hmmA10      = 0.1  // P(speech → silence) per hop
-	specDefMinF = -70.0
+	mcraAlphaS    = 0.8  // periodogram smoothing in time
+	mcraAlphaP    = 0.2  // speech-presence probability smoothing
+	mcraAlphaD    = 0.95 // noise averaging (200 ms time constant at 10 ms hops)
+	mcraDelta     = 5.0  // smoothed power over its minimum above this: speech present
+	mcraWindow    = 100  // hops per minimum sub-window (the minimum spans 1–2 s)
+	mcraInit      = 20   // hops of plain averaging at start (200 ms)
+	ddAlpha       = 0.98 // decision-directed smoothing
+	xiMin         = 0.003
+	gammaMax      = 1000 // a posteriori SNR cap (30 dB): one bin cannot decide alone
+	logitBound    = 30
+	hmmA01        = 0.05 // P(silence → speech) per hop; stationary P(speech) = a01/(a01+a10) = 1/3 < 1/2
+	hmmA10        = 0.1  // P(speech → silence) per hop
+	specBurstHops = 5    // speech hops in a row before a hangover is earned (50 ms)
+	specMaxHangMS = 200  // SpectralConfig.HangoverMS at most
+	specHangHops  = 5    // hangover hops after such a burst (50 ms)
+	specDefMinF   = -70.0
 )
 
 // SpectralConfig tunes KindSpectral.
@@ -58,6 +73,10 @@ type SpectralConfig struct {
 	// MinFloorDBFS: the noise estimate is never below white noise at this
 	// level (default -70, as the energy detector's floor).
 	MinFloorDBFS float64
+	// HangoverMS: after a burst of at least 50 ms of speech, this much
+	// more is still called speech (rounded up to 10 ms hops; 0..200,
+	// default 0: none).
+	HangoverMS int
 }
 
 // Spectral is the statistical-model detector (KindSpectral). It takes any
@@ -78,9 +97,12 @@ type Spectral struct {
 
 	seen int // samples seen, up to specWin
 
-	logit float64 // HMM log odds of speech after the last hop
-	llr   float64 // mean log likelihood ratio of the last hop
-	last  bool    // decision of the last completed hop
+	logit    float64 // HMM log odds of speech after the last hop
+	llr      float64 // mean log likelihood ratio of the last hop
+	last     bool    // decision of the last completed hop (hangover included)
+	burst    int     // consecutive hops the HMM called speech, up to the last
+	hang     int     // hangover hops left
+	hangHops int     // SpectralConfig.HangoverMS in hops
 }
 
 // NewSpectral returns a spectral detector.
@@ -96,7 +118,8 @@ func NewSpectral(c SpectralConfig) *Spectral {
 		pow: make([]float64, specBins+2),
 		s:   make([]float64, specBins), smin: make([]float64, specBins), stmp: make([]float64, specBins),
 		pres: make([]float64, specBins), lambda: make([]float64, specBins), prevA: make([]float64, specBins),
-		adapt: true,
+		adapt:    true,
+		hangHops: (min(max(c.HangoverMS, 0), specMaxHangMS) + 9) / 10,
 	}
 	var w2 float64
 	for i := range d.win {
@@ -209,6 +232,19 @@ func (d *Spectral) hop() {
 	d.logit = math.Log(prior/(1-prior)) + d.llr
 	d.logit = min(max(d.logit, -logitBound), logitBound)
 	d.last = d.logit > 0
+	switch {
+	case d.last:
+		d.burst = min(d.burst+1, specBurstHops)
+		if d.burst >= specBurstHops {
+			d.hang = d.hangHops
+		}
+	case d.hang > 0:
+		d.burst = 0
+		d.hang--
+		d.last = true
+	default:
+		d.burst = 0
+	}
 
 	if d.adapt {
 		d.track(pow)

@@ -331,15 +331,79 @@ func TestSpectralFrameLengths(t *testing.T) {
 	}
 }
 
+// The decision hangover extends exactly the runs of at least 50 ms of
+// speech by HangoverMS (cut short by the next run), and nothing else: on
+// pink noise with tone bursts of 10–200 ms at random levels, the 10 ms
+// decisions with HangoverMS 50 are those without it passed through the
+// GSM 06.32 burst/hangover rule.
+func TestSpectralHangoverFollowsBursts(t *testing.T) {
+	for seed := uint64(1); seed <= 3; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		p := &pinkGen{rng: rand.New(rand.NewPCG(seed, 8))}
+		const hops = 3000 // 30 s of 10 ms frames
+		in := make([]int16, hops*specHop)
+		var ph float64
+		for k := 0; k < len(in); {
+			gap := (20 + rng.IntN(60)) * specHop
+			for i := k; i < min(k+gap, len(in)); i++ {
+				in[i] = int16(p.next() * 300)
+			}
+			k += gap
+			burst := (1 + rng.IntN(20)) * specHop
+			amp := 100 + 1500*rng.Float64()
+			for i := k; i < min(k+burst, len(in)); i++ {
+				ph += 2 * math.Pi * 180 / 16000
+				in[i] = int16(p.next()*300 + amp*(math.Sin(ph)+0.5*math.Sin(3*ph)))
+			}
+			k += burst
+		}
+		plain, hang := NewSpectral(SpectralConfig{}), NewSpectral(SpectralConfig{HangoverMS: 50})
+		var burst, left, short, long, extended int
+		for k := range hops {
+			f := in[k*specHop : (k+1)*specHop]
+			a, b := plain.Speech(f, false), hang.Speech(f, false)
+			want := a
+			if a {
+				burst++
+				if burst >= 5 {
+					left = 5
+				}
+			} else {
+				switch {
+				case burst >= 5:
+					long++
+				case burst > 0:
+					short++
+				}
+				burst = 0
+				if left > 0 {
+					left--
+					want = true
+					extended++
+				}
+			}
+			if b != want {
+				t.Fatalf("seed %d hop %d: speech %v with the hangover, want %v (without: %v)", seed, k, b, want, a)
+			}
+		}
+		t.Logf("seed %d: %d runs of >= 50 ms, %d shorter, %d hops extended", seed, long, short, extended)
+		if long == 0 || short == 0 || extended == 0 {
+			t.Errorf("seed %d: %d long runs, %d short runs, %d extended hops: the scene does not test the rule", seed, long, short, extended)
+		}
+	}
+}
+
 func TestSpectralDoesNotAllocate(t *testing.T) {
 	for _, ms := range []int{10, 20, 30, 40, 60} {
-		d, err := New(Options{Kind: KindSpectral, FrameMS: ms})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := tone(16*ms, 3000)
-		if a := testing.AllocsPerRun(100, func() { d.Speech(f, false) }); a != 0 {
-			t.Errorf("%d ms frames: %v allocs per frame", ms, a)
+		for _, hang := range []int{0, 50} {
+			d, err := New(Options{Kind: KindSpectral, FrameMS: ms, Mode: hang})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := tone(16*ms, 3000)
+			if a := testing.AllocsPerRun(100, func() { d.Speech(f, false) }); a != 0 {
+				t.Errorf("%d ms frames, hangover %d ms: %v allocs per frame", ms, hang, a)
+			}
 		}
 	}
 }

@@ -65,7 +65,9 @@ type Options struct {
 	// KindEnergy and KindSpectral also take 40 and 60.
 	FrameMS int
 	// Mode is WebRTC's aggressiveness 0..3 (default 2); for speex the
-	// speech probability to start, in percent (default 80).
+	// speech probability to start, in percent (default 80); for spectral
+	// its decision hangover in ms, 0..200 (SpectralConfig.HangoverMS,
+	// default 0).
 	Mode int
 	// Energy tunes KindEnergy (zero fields: capture's defaults); its
 	// MinFloorDBFS also bounds KindSpectral's noise estimate.
@@ -90,7 +92,10 @@ func New(o Options) (Detector, error) {
 	case KindEnergy, "":
 		return NewEnergy(o.Energy, o.FrameMS), nil
 	case KindSpectral:
-		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS}), nil
+		if o.Mode < 0 || o.Mode > specMaxHangMS {
+			return nil, fmt.Errorf("%w: spectral mode (hangover ms) %d out of range 0..%d", ErrConfig, o.Mode, specMaxHangMS)
+		}
+		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode}), nil
 	case KindWebRTC:
 		if o.Mode < 0 || o.Mode > 3 {
 			return nil, fmt.Errorf("%w: webrtc mode %d out of range 0..3", ErrConfig, o.Mode)

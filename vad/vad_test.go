@@ -62,6 +62,14 @@ func TestOptionsErrors(t *testing.T) {
 	if _, err := New(Options{Kind: KindEnergy, FrameMS: 25}); !errors.Is(err, ErrConfig) {
 		t.Errorf("frame 25: %v", err)
 	}
+	for _, m := range []int{-1, 201} {
+		if _, err := New(Options{Kind: KindSpectral, Mode: m}); !errors.Is(err, ErrConfig) {
+			t.Errorf("spectral hangover %d ms: %v", m, err)
+		}
+	}
+	if _, err := New(Options{Kind: KindSpectral, Mode: 200}); err != nil {
+		t.Errorf("spectral hangover 200 ms: %v", err)
+	}
 	for _, k := range []string{KindWebRTC, KindSpeex} {
 		_, err := New(Options{Kind: k})
 		built := false

@@ -45,9 +45,12 @@ at several SNRs, no echo: --near takes a comma-separated list of WAVs
 (default: five espeak-ng phrases in five voices), --replies phrases per
 WAV and seed, --vad-seeds seeds, --vad-noises and --vad-snrs the grid,
 --vad-detectors the candidates (kind[:mode], ns+ prefix for the noise
-suppressor first). Frame precision/recall/false positives are the
-detector's raw decisions per 20 ms frame against two labellings of the
-clean phrase (see duplex.Labels, duplex.LabelsActive); onsets and clipped
+suppressor first; spectral's mode is its decision hangover in ms),
+--vad-min-speech-ms the pump's min speech, --vad-idle-s seconds of noise
+alone after each phrase's trials (false starts per minute). Frame
+precision/recall/false positives are the detector's raw decisions per
+20 ms frame against three labellings of the clean phrase (see
+duplex.Labels, duplex.LabelsActive, duplex.LabelsP56); onsets and clipped
 first syllables come from the capture pump with that detector.
 
 Flags:
@@ -58,7 +61,7 @@ type duplexFlags struct {
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                           int
 	bargeIn, vadCompare, ns, driftComp, speakerClock                                                          bool
 	vadNoises, vadSNRs, vadDetectors                                                                          string
-	vadSeeds                                                                                                  int
+	vadSeeds, vadMinSpeech, vadIdle                                                                           int
 	ser, snr, farDB, dtDB, guardDB                                                                            float64
 	rc                                                                                                        room.Config
 }
@@ -146,6 +149,8 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.vadNoises, "vad-noises", "pink,motor,white,babble", "--vad-compare: noise kinds, comma-separated")
 	fs.StringVar(&f.vadSNRs, "vad-snrs", "20,10,5,0", "--vad-compare: SNRs in dB, comma-separated")
 	fs.IntVar(&f.vadSeeds, "vad-seeds", 2, "--vad-compare: noise seeds per phrase (--seed, --seed+1, ...)")
+	fs.IntVar(&f.vadIdle, "vad-idle-s", 0, "--vad-compare: seconds of noise alone after each phrase's trials (utterances started there: idle starts/min)")
+	fs.IntVar(&f.vadMinSpeech, "vad-min-speech-ms", 0, "--vad-compare: the pump's min speech in ms (0: capture's default, 60)")
 	fs.StringVar(&f.vadDetectors, "vad-detectors", "", "--vad-compare: candidates, comma-separated kind[:mode] with optional ns+ prefix (default: every one built in)")
 	fs.StringVar(&f.echoPlayed, "echo-played", "", "with --echo-recorded: measure a real echo path (make hil): the WAV played through the speaker")
 	fs.StringVar(&f.echoRecorded, "echo-recorded", "", "the WAV the mic recorded meanwhile; prints the delay and echo gain (ERL)")

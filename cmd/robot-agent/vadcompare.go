@@ -54,7 +54,8 @@ func parseVADCandidate(s string) (vadCandidate, error) {
 	return c, nil
 }
 
-// defaultVADCandidates: every built-in detector (WebRTC in its four modes),
+// defaultVADCandidates: every built-in detector (WebRTC in its four modes,
+// spectral without and with a 50 ms decision hangover),
 // and WebRTC's noise suppressor before energy, spectral and WebRTC mode 3
 // when the WebRTC library is built in.
 func defaultVADCandidates() []string {
@@ -67,6 +68,10 @@ func defaultVADCandidates() []string {
 			continue
 		}
 		out = append(out, k)
+		if k == vad.KindSpectral {
+			// With its optional decision hangover (50 ms after 50 ms bursts).
+			out = append(out, k+":50")
+		}
 	}
 	if slices.Contains(aec.Available(), aec.KindWebRTC) {
 		out = append(out, "ns+"+vad.KindEnergy, "ns+"+vad.KindSpectral)
@@ -141,37 +146,46 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 		names = strings.Split(f.vadDetectors, ",")
 	}
 	var cands []vadCandidate
+	if f.vadIdle < 0 || f.vadIdle > 3600 {
+		return fail(2, "--vad-idle-s %d out of range 0..3600", f.vadIdle)
+	}
+	if f.vadMinSpeech < 0 || f.vadMinSpeech > 1000 {
+		return fail(2, "--vad-min-speech-ms %d out of range 0..1000", f.vadMinSpeech)
+	}
 	for _, n := range names {
 		c, err := parseVADCandidate(n)
 		if err != nil {
 			return fail(2, "%v", err)
 		}
+		c.cfg.MinSpeechMS = f.vadMinSpeech
 		cands = append(cands, c)
 	}
 	phrases, src, err := loadVADPhrases(f.near)
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	fmt.Fprintf(stdout, "duplex-bench --vad-compare: %d near-end phrases (%s) x %d trials x %d seeds per cell; pump defaults (pre-roll, min speech 60 ms, hangover)\n",
-		len(phrases), src, f.replies, f.vadSeeds)
+	minSpeech := capture.Config{VAD: capture.VADConfig{MinSpeechMS: f.vadMinSpeech}}.WithDefaults().VAD.MinSpeechMS
+	fmt.Fprintf(stdout, "duplex-bench --vad-compare: %d near-end phrases (%s) x %d trials x %d seeds per cell; pump defaults (pre-roll, hangover), min speech %d ms\n",
+		len(phrases), src, f.replies, f.vadSeeds, minSpeech)
 	for _, p := range phrases {
 		fmt.Fprintf(stdout, "  %s: %.2f s\n", p.name, float64(len(p.samples))/duplex.NearRate)
 	}
-	fmt.Fprintln(stdout, "frames: P/R/FP against labels L40 (clean frame above max(-60 dBFS, loudest - 40 dB)) and P56 (within 15.9 dB of the active level);")
-	fmt.Fprintln(stdout, "onset: raw = end of the detector's first speech frame - phrase onset (L40; 20 ms best); pump = utterance start decision - onset (L40, and P56; 60 ms best)")
+	fmt.Fprintln(stdout, "frames: P/R/FP against labels L40 (clean frame above max(-60 dBFS, loudest - 40 dB)), P56 (within 15.9 dB of the active level)")
+	fmt.Fprintln(stdout, "  and P.56B (ITU-T P.56 method B activity: envelope 15.9 dB below the P.56 active level, 200 ms hangover);")
+	fmt.Fprintln(stdout, "onset: raw = end of the detector's first speech frame - phrase onset (L40; 20 ms best); pump = utterance start decision - onset (L40, and P56; min speech best)")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "detector\tnoise\tSNR\tL40 P/R/FP\tP56 P/R/FP\traw onset p50/p95\tpump onset p50/p95\tpump onset (P56)\tclipped\tfalse starts")
+	fmt.Fprintln(tw, "detector\tnoise\tSNR\tL40 P/R/FP\tP56 P/R/FP\tP.56B P/R/FP\traw onset p50/p95\tpump onset p50/p95\tpump onset (P56)\tclipped\tfalse starts\tidle starts/min")
 cand:
 	for _, c := range cands {
 		for _, noise := range noises {
 			for _, snr := range snrs {
-				var fr, fa duplex.VADCounts
+				var fr, fa, fp56 duplex.VADCounts
 				var raw, pump, pumpA []time.Duration
-				var clipped, phr, falseStarts int
+				var clipped, phr, falseStarts, idle int
 				for _, p := range phrases {
 					for s := range f.vadSeeds {
 						r, err := duplex.RunVAD(duplex.VADScene{Near: p.samples, Trials: f.replies, GapMS: f.gapMS, Noise: noise, SNRDB: snr,
-							Seed: uint64(f.seed + s), VAD: c.cfg, NS: c.ns})
+							Seed: uint64(f.seed + s), VAD: c.cfg, NS: c.ns, IdleMS: 1000 * f.vadIdle})
 						if errors.Is(err, vad.ErrNotBuiltIn) || errors.Is(err, aec.ErrNotBuiltIn) {
 							fmt.Fprintf(stdout, "%s: not built in (%v)\n", c.name, err)
 							continue cand
@@ -179,18 +193,26 @@ cand:
 						if err != nil {
 							return fail(1, "%s: %v", c.name, err)
 						}
-						fr, fa = fr.Add(r.Frames), fa.Add(r.FramesActive)
+						fr, fa, fp56 = fr.Add(r.Frames), fa.Add(r.FramesActive), fp56.Add(r.FramesP56)
 						raw, pump, pumpA = append(raw, r.RawOnsets...), append(pump, r.Onsets...), append(pumpA, r.OnsetsActive...)
-						clipped, phr, falseStarts = clipped+r.Clipped, phr+r.Phrases, falseStarts+r.FalseStarts
+						clipped, phr, falseStarts, idle = clipped+r.Clipped, phr+r.Phrases, falseStarts+r.FalseStarts, idle+r.IdleStarts
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%v dB\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\n", c.name, noise, snr, prf(fr), prf(fa),
-					pctl(raw, len(raw), phr), pctl(pump, len(pump), phr), pctl(pumpA, len(pumpA), phr), clipped, phr, falseStarts)
+				fmt.Fprintf(tw, "%s\t%s\t%v dB\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", c.name, noise, snr, prf(fr), prf(fa), prf(fp56),
+					pctl(raw, len(raw), phr), pctl(pump, len(pump), phr), pctl(pumpA, len(pumpA), phr), clipped, phr, falseStarts, idleRate(idle, len(phrases)*f.vadSeeds*f.vadIdle))
 			}
 		}
 	}
 	tw.Flush()
 	return 0
+}
+
+// idleRate prints n utterance starts in secs of noise alone per minute.
+func idleRate(n, secs int) string {
+	if secs == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f (%d in %d s)", float64(n)*60/float64(secs), n, secs)
 }
 
 func prf(c duplex.VADCounts) string {

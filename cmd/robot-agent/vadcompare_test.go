@@ -20,6 +20,8 @@ func TestVADCompareFlagErrors(t *testing.T) {
 		{[]string{"--vad-noises", "pink,rain"}, `--vad-noises: "rain"`},
 		{[]string{"--vad-snrs", "5,loud"}, `--vad-snrs: "loud"`},
 		{[]string{"--vad-seeds", "0"}, "--vad-seeds 0"},
+		{[]string{"--vad-min-speech-ms", "-20"}, "--vad-min-speech-ms -20"},
+		{[]string{"--vad-idle-s", "-1"}, "--vad-idle-s -1"},
 		{[]string{"--vad-detectors", "energy,neural"}, `kind "neural"`},
 		{[]string{"--vad-detectors", "webrtc:x"}, `mode "x"`},
 		{[]string{"--near", "/nonexistent/a.wav"}, `--near "/nonexistent/a.wav"`},
@@ -51,21 +53,24 @@ func TestVADCompareRuns(t *testing.T) {
 		paths = append(paths, p)
 	}
 	code, stdout, errs := runCLI("duplex-bench", "--vad-compare", "--near", strings.Join(paths, ","), "--replies", "2", "--vad-seeds", "1",
-		"--vad-noises", "pink,motor", "--vad-snrs", "10", "--vad-detectors", "energy,spectral")
+		"--vad-noises", "pink,motor", "--vad-snrs", "10", "--vad-detectors", "energy,spectral,spectral:50", "--vad-min-speech-ms", "40", "--vad-idle-s", "3")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(stdout, "2 near-end phrases (files) x 2 trials x 1 seeds") {
+	if !strings.Contains(stdout, "2 near-end phrases (files) x 2 trials x 1 seeds") || !strings.Contains(stdout, "min speech 40 ms") {
 		t.Errorf("header:\n%s", stdout)
 	}
 	rows := 0
 	for _, l := range strings.Split(stdout, "\n") {
 		f := strings.Fields(l)
-		if len(f) > 3 && (f[0] == "energy" || f[0] == "spectral") && (f[1] == "pink" || f[1] == "motor") && f[2] == "10" {
+		if len(f) > 3 && (f[0] == "energy" || f[0] == "spectral" || f[0] == "spectral:50") && (f[1] == "pink" || f[1] == "motor") && f[2] == "10" {
 			rows++
 		}
 	}
-	if rows != 4 {
-		t.Errorf("%d result rows, want 4:\n%s", rows, stdout)
+	if n := strings.Count(stdout, "in 6 s)"); n != 6 {
+		t.Errorf("%d rows with idle starts in 6 s of noise alone (2 phrases x 1 seed x 3 s), want 6:\n%s", n, stdout)
+	}
+	if rows != 6 {
+		t.Errorf("%d result rows, want 6:\n%s", rows, stdout)
 	}
 }
