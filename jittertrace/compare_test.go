@@ -47,13 +47,59 @@ func TestCompare(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				fmt.Printf("| %s | %d | %s | %s | %s | %s | %.2f | %.2f | %.2f | %s | %d | %d | %.1f |\n", k, seed, name,
-					ms(r.P50), ms(r.P95), ms(r.P99), float64(r.P95)/float64(max(oracle.P95, time.Millisecond)),
-					r.ConcealedPct, r.StretchedPct, ms(r.Growth), r.Lost, r.Underruns, float64(r.Peak)/SampleRate)
+				row := func(name string, r Result) {
+					fmt.Printf("| %s | %d | %s | %s | %s | %s | %.2f | %.2f | %.2f | %s | %d | %d | %.1f |\n", k, seed, name,
+						ms(r.P50), ms(r.P95), ms(r.P99), float64(r.P95)/float64(max(oracle.P95, time.Millisecond)),
+						r.ConcealedPct, r.StretchedPct, ms(r.Growth), r.Lost, r.Underruns, float64(r.Peak)/SampleRate)
+				}
+				row(name, r)
+				if name == "fixed200" || name == "pion" {
+					// The adaptive player at equal or lower concealment:
+					// its budget lowered until it conceals no more than
+					// this peer on this trace.
+					b, ar, err := MatchConceal(fr, r.ConcealedPct, Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					tag := "≤"
+					if ar.ConcealedPct > r.ConcealedPct {
+						tag = "lowest, >" // even the smallest budget conceals more
+					}
+					row(fmt.Sprintf("adaptive %s %s (budget %.3f%%)", tag, name, 100*b), ar)
+				}
 			}
 		}
 	}
 }
+
+// MatchConceal replays the adaptive player (default config) with its
+// concealment budget lowered step by step, from the default (or 0.9 times
+// the peer's share, whichever is lower) by a factor 0.7 down to
+// minMatchBudget, and returns the first budget whose replay conceals at
+// most peerPct percent, with that replay's result. If even the smallest
+// budget conceals more, it returns that budget and result (the caller
+// reports it as such).
+func MatchConceal(fr []Frame, peerPct float64, opt Options) (float64, Result, error) {
+	b := min(playback.DefaultConcealBudget, 0.9*peerPct/100)
+	for {
+		b = max(b, minMatchBudget)
+		pl, err := NewPlayerPlayout(playback.Config{ConcealBudget: b})
+		if err != nil {
+			return 0, Result{}, err
+		}
+		r, err := Replay(fr, pl, opt)
+		if err != nil {
+			return 0, Result{}, err
+		}
+		if r.ConcealedPct <= peerPct || b == minMatchBudget {
+			return b, r, nil
+		}
+		b *= 0.7
+	}
+}
+
+// minMatchBudget is the smallest budget MatchConceal tries (0.01 %).
+const minMatchBudget = 0.0001
 
 type peer struct {
 	name string
