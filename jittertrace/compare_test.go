@@ -3,6 +3,7 @@ package jittertrace
 import (
 	"flag"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -73,29 +74,44 @@ func TestCompare(t *testing.T) {
 }
 
 // MatchConceal replays the adaptive player (default config) with its
-// concealment budget lowered step by step, from the default (or 0.9 times
-// the peer's share, whichever is lower) by a factor 0.7 down to
-// minMatchBudget, and returns the first budget whose replay conceals at
-// most peerPct percent, with that replay's result. If even the smallest
-// budget conceals more, it returns that budget and result (the caller
-// reports it as such).
+// concealment budget lowered until it conceals at most peerPct percent of
+// the trace. It tries min(DefaultConcealBudget, 4*peerPct/100) first (the
+// player often conceals less than its budget); if that conceals more, it
+// bisects (in log scale, 5 steps) between it and minMatchBudget for the
+// largest budget that does not. It returns that budget and its replay. If
+// even minMatchBudget conceals more, it returns that budget and result
+// (the caller reports it as such).
 func MatchConceal(fr []Frame, peerPct float64, opt Options) (float64, Result, error) {
-	b := min(playback.DefaultConcealBudget, 0.9*peerPct/100)
-	for {
-		b = max(b, minMatchBudget)
+	run := func(b float64) (Result, error) {
 		pl, err := NewPlayerPlayout(playback.Config{ConcealBudget: b})
 		if err != nil {
-			return 0, Result{}, err
+			return Result{}, err
 		}
-		r, err := Replay(fr, pl, opt)
+		return Replay(fr, pl, opt)
+	}
+	hi := max(min(playback.DefaultConcealBudget, 4*peerPct/100), minMatchBudget)
+	r, err := run(hi)
+	if err != nil || r.ConcealedPct <= peerPct || hi == minMatchBudget {
+		return hi, r, err
+	}
+	lo := minMatchBudget
+	best, err := run(lo)
+	if err != nil || best.ConcealedPct > peerPct {
+		return lo, best, err
+	}
+	for range 5 {
+		mid := math.Sqrt(lo * hi)
+		r, err := run(mid)
 		if err != nil {
 			return 0, Result{}, err
 		}
-		if r.ConcealedPct <= peerPct || b == minMatchBudget {
-			return b, r, nil
+		if r.ConcealedPct <= peerPct {
+			lo, best = mid, r
+		} else {
+			hi = mid
 		}
-		b *= 0.7
 	}
+	return lo, best, nil
 }
 
 // minMatchBudget is the smallest budget MatchConceal tries (0.01 %).
