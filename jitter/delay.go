@@ -209,11 +209,11 @@ func (m *Manager) observe(rel time.Duration) {
 // SetTailScale scales the tail the target leaves uncovered: the target
 // becomes the 1-(1-Quantile)*s quantile from the next arrival on. A caller
 // that measures how much audio it had to conceal uses it to spend a
-// concealment budget (playback does). s is clamped to [1/16, 4]. Any
+// concealment budget (playback does). s is clamped to [1/4096, 4]. Any
 // goroutine.
 func (m *Manager) SetTailScale(s float64) {
-	if !(s >= 1.0/16) { // also NaN
-		s = 1.0 / 16
+	if !(s >= 1.0/4096) { // also NaN
+		s = 1.0 / 4096
 	}
 	m.tail.Store(math.Float64bits(min(s, 4)))
 }

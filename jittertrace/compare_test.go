@@ -3,6 +3,8 @@ package jittertrace
 import (
 	"flag"
 	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -47,13 +49,74 @@ func TestCompare(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				fmt.Printf("| %s | %d | %s | %s | %s | %s | %.2f | %.2f | %.2f | %s | %d | %d | %.1f |\n", k, seed, name,
-					ms(r.P50), ms(r.P95), ms(r.P99), float64(r.P95)/float64(max(oracle.P95, time.Millisecond)),
-					r.ConcealedPct, r.StretchedPct, ms(r.Growth), r.Lost, r.Underruns, float64(r.Peak)/SampleRate)
+				row := func(name string, r Result) {
+					fmt.Printf("| %s | %d | %s | %s | %s | %s | %.2f | %.2f | %.2f | %s | %d | %d | %.1f |\n", k, seed, name,
+						ms(r.P50), ms(r.P95), ms(r.P99), float64(r.P95)/float64(max(oracle.P95, time.Millisecond)),
+						r.ConcealedPct, r.StretchedPct, ms(r.Growth), r.Lost, r.Underruns, float64(r.Peak)/SampleRate)
+				}
+				row(name, r)
+				if (name == "fixed200" || name == "pion") && !strings.HasPrefix(k, "burst") {
+					// The adaptive player at equal or lower concealment:
+					// its budget lowered until it conceals no more than
+					// this peer on this trace.
+					b, ar, err := MatchConceal(fr, r.ConcealedPct, Options{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					tag := "≤"
+					if ar.ConcealedPct > r.ConcealedPct {
+						tag = "lowest, >" // even the smallest budget conceals more
+					}
+					row(fmt.Sprintf("adaptive %s %s (budget %.3f%%)", tag, name, 100*b), ar)
+				}
 			}
 		}
 	}
 }
+
+// MatchConceal replays the adaptive player (default config) with its
+// concealment budget lowered until it conceals at most peerPct percent of
+// the trace. It tries min(DefaultConcealBudget, 4*peerPct/100) first (the
+// player often conceals less than its budget); if that conceals more, it
+// bisects (in log scale, 5 steps) between it and minMatchBudget for the
+// largest budget that does not. It returns that budget and its replay. If
+// even minMatchBudget conceals more, it returns that budget and result
+// (the caller reports it as such).
+func MatchConceal(fr []Frame, peerPct float64, opt Options) (float64, Result, error) {
+	run := func(b float64) (Result, error) {
+		pl, err := NewPlayerPlayout(playback.Config{ConcealBudget: b})
+		if err != nil {
+			return Result{}, err
+		}
+		return Replay(fr, pl, opt)
+	}
+	hi := max(min(playback.DefaultConcealBudget, 4*peerPct/100), minMatchBudget)
+	r, err := run(hi)
+	if err != nil || r.ConcealedPct <= peerPct || hi == minMatchBudget {
+		return hi, r, err
+	}
+	lo := minMatchBudget
+	best, err := run(lo)
+	if err != nil || best.ConcealedPct > peerPct {
+		return lo, best, err
+	}
+	for range 5 {
+		mid := math.Sqrt(lo * hi)
+		r, err := run(mid)
+		if err != nil {
+			return 0, Result{}, err
+		}
+		if r.ConcealedPct <= peerPct {
+			lo, best = mid, r
+		} else {
+			hi = mid
+		}
+	}
+	return lo, best, nil
+}
+
+// minMatchBudget is the smallest budget MatchConceal tries (0.01 %).
+const minMatchBudget = 0.0001
 
 type peer struct {
 	name string

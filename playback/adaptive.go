@@ -60,6 +60,7 @@ type adaptive struct {
 	expandSpacing int64   // the same for ExpandPct
 	lastOp        int64   // samples removed or inserted by the last operation
 	logTail       float64 // concealment budget controller state (log of the tail scale)
+	tailShift     float64 // log(ConcealBudget/DefaultConcealBudget): shifts logTail's start and bounds
 	episode       int64   // samples concealed in the current underrun episode
 	debt          float64 // concealed samples of outages not yet counted by the budget controller
 	seen          int64   // output samples the budget controller has seen (its gain decays with them)
@@ -91,7 +92,10 @@ const (
 	// following how many each minute happened to have. The controller
 	// starts slightly cautious (startLogTail: tail scale 0.86, the 0.987
 	// quantile with the default 0.985): the first minute is learnt from
-	// few blocks.
+	// few blocks. A budget other than the default shifts the start and
+	// both bounds by log(budget/DefaultConcealBudget) (tailShift): the
+	// uncovered tail a budget needs is roughly proportional to it, so a
+	// lower budget can reach a lower concealment.
 	budgetGain    = 0.693 / (0.01 * 120 * sampleRate)
 	gainBoost     = 4
 	gainSettle    = 60 * sampleRate // samples of output
@@ -132,7 +136,7 @@ func (p *Player) budget() {
 	a.seen += p.fillPlay + p.fillConc
 	g := budgetGain * max(1, gainBoost*gainSettle/float64(gainSettle+a.seen))
 	d := g * (p.cfg.ConcealBudget*float64(p.fillPlay) - conc)
-	l := min(max(a.logTail+d, minLogTail), maxLogTail)
+	l := min(max(a.logTail+d, minLogTail+a.tailShift), maxLogTail+a.tailShift)
 	if l != a.logTail {
 		a.logTail = l
 		p.dm.SetTailScale(math.Exp(l))
@@ -151,7 +155,8 @@ func (a *adaptive) init(cfg Config, st *timestretch.Stretcher) {
 	a.minD = int64(cfg.MinDelayMS * samplesPerMS)
 	a.maxD = int64(cfg.MaxDelayMS * samplesPerMS)
 	a.target = a.minD
-	a.logTail = startLogTail
+	a.tailShift = math.Log(cfg.ConcealBudget / DefaultConcealBudget)
+	a.logTail = startLogTail + a.tailShift
 }
 
 func (a *adaptive) len() int { return a.wr - a.rd }

@@ -225,7 +225,9 @@ type Config struct {
 	// quantile it targets until the concealed share settles there, quickly
 	// in the first minute and slowly from about three minutes on. An
 	// outage counts for at most 1 s at once; the rest of it is counted
-	// over the following minutes.
+	// over the following minutes. A lower budget buys less concealment
+	// with more delay (the controller's start and bounds scale with it);
+	// at low budgets the player usually conceals less than the budget.
 	ConcealBudget float64
 	// Jitter tunes the delay estimator (zero fields: jitter defaults).
 	Jitter jitter.Config

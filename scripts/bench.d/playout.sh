@@ -3,7 +3,8 @@
 #  - every jitter-buffer policy on generated arrival traces (7 kinds x
 #    BENCH_SEEDS seeds, 10-minute streams, generated now, not stored):
 #    adaptive player, old stall policy, fixed 200 ms, pion/interceptor's
-#    jitterbuffer (version pinned in go.mod), oracle fixed buffer;
+#    jitterbuffer (version pinned in go.mod), oracle fixed buffer, and the
+#    adaptive player at fixed 200 ms's and pion's concealment (1x traces);
 #  - interrupt -> first silent sample over 10 000 random interrupts (sim);
 #  - 5-minute replies streamed at 4x and 10x through 'robot-agent
 #    jitter-replay' (samples lost, peak buffer, peak RSS).
