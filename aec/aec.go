@@ -116,7 +116,8 @@ type Options struct {
 	// the linear filter's output while the onset guard finds more than
 	// echo in the mic (the user) and for gateHoldMS after, the canceller's
 	// otherwise, crossfaded over a read: the residual echo the linear
-	// filter leaves is sent only while the user talks.
+	// filter leaves is sent only while the user talks. "" is
+	// UplinkCanceller; the agent's default is BestUplink.
 	Uplink string `yaml:"uplink"`
 }
 
@@ -129,8 +130,9 @@ const (
 
 var uplinks = []string{UplinkCanceller, UplinkLinear, UplinkLinearGated}
 
-// DefaultUplink is the measured default (docs/audio.md).
-const DefaultUplink = UplinkCanceller
+// DefaultUplink is the measured default of the agent's duplex.uplink
+// (docs/audio.md), where this binary can run it (BestUplink).
+const DefaultUplink = UplinkLinearGated
 
 // WebRTC delay modes.
 const (
@@ -170,7 +172,7 @@ func (o Options) withDefaults() Options {
 		o.Delay = DefaultDelay
 	}
 	if o.Uplink == "" {
-		o.Uplink = DefaultUplink
+		o.Uplink = UplinkCanceller
 	}
 	return o
 }
@@ -332,7 +334,8 @@ func Best() string {
 // BestUplink is the measured default uplink (DefaultUplink) for a
 // canceller of kind when this binary can run it, else UplinkCanceller.
 func BestUplink(kind string) string {
-	if DefaultUplink == UplinkCanceller || kind == KindNone || (kind == KindWebRTC && !speexBuiltIn) {
+	if kind != KindWebRTC || !speexBuiltIn {
+		// Measured with WebRTC only; it needs speex's filter.
 		return UplinkCanceller
 	}
 	return DefaultUplink

@@ -143,6 +143,7 @@ type Source struct {
 	decN             int
 	gain             float64 // linear-gated: the linear output's share of the uplink at the end of the last read
 	hold             int     // linear-gated: samples the linear output still goes up for
+	userRun          int     // linear-gated: consecutive reads with the user over the far end
 	dtOn             bool
 	dtRun, echoRun   int           // consecutive reads with / without the user over the far end
 	guardRatio       atomic.Uint64 // math.Float64bits of the current double-talk threshold (linear energy ratio)
@@ -426,7 +427,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	}
 	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && (echo || noiseOnly))
 	if s.lin != nil && s.lin.Gated() {
-		s.gate(dst[:n/FrameSamples*FrameSamples], !(echo || noiseOnly))
+		s.gate(dst[:n/FrameSamples*FrameSamples], s.farHang > 0, !(echo || noiseOnly))
 	}
 	return n, nil
 }
@@ -436,17 +437,33 @@ func (s *Source) Read(dst []int16) (int, error) {
 // gaps between the user's words).
 const gateHoldMS = 200
 
+// gateOnReads: the linear output goes up after this many consecutive reads
+// with the user over the far end (an isolated read the guard lets through
+// is more often a burst of residual echo than the user, whose onset the
+// pump needs several reads for anyway).
+const gateOnReads = 2
+
 // gate mixes the uplink (up: the linear output) with the canceller's
-// (s.dec): the linear one while the user talks and for gateHoldMS after,
-// the canceller's otherwise, ramped over the read.
-func (s *Source) gate(up []int16, user bool) {
-	if user {
-		s.hold = gateHoldMS * Rate / 1000
+// (s.dec): the linear one while the far end is silent, and while it plays
+// when the user talks and for gateHoldMS after; the canceller's otherwise,
+// ramped over the read. The hold is armed only by the user over the far
+// end, so a reply starting after a pause goes up cancelled at once.
+func (s *Source) gate(up []int16, far, user bool) {
+	if far && user {
+		s.userRun++
 	} else {
+		s.userRun = 0
+	}
+	switch {
+	case !far:
+		s.hold = 0
+	case s.userRun >= gateOnReads:
+		s.hold = gateHoldMS * Rate / 1000
+	default:
 		s.hold = max(0, s.hold-len(up))
 	}
 	target := 0.0
-	if s.hold > 0 {
+	if !far || s.hold > 0 {
 		target = 1
 	}
 	if target == s.gain && (target == 1 || target == 0) {

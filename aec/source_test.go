@@ -373,8 +373,8 @@ func TestDualPathUplinkAndDecision(t *testing.T) {
 }
 
 // linear-gated: the uplink is the canceller's output while the guard finds
-// only echo, the linear filter's from the first read it finds the user in
-// (ramped over that read) until gateHoldMS after the last.
+// only echo, the linear filter's from the second consecutive read it finds
+// the user in (ramped over that read) until gateHoldMS after the last.
 func TestGatedUplinkFollowsTheGuard(t *testing.T) {
 	clk := clock.NewFake()
 	ref, _ := NewReference(clk, 24000)
@@ -416,12 +416,16 @@ func TestGatedUplinkFollowsTheGuard(t *testing.T) {
 		t.Fatalf("echo only: the uplink is not the canceller's output (echo-dominated %v)", s.EchoDominated())
 	}
 	read(3) // the user
-	if s.EchoDominated() || frame[len(frame)-1] != int16((len(frame)-1)*7) || isMain() {
-		t.Fatalf("the user's first read: not ramped to the linear output (echo-dominated %v)", s.EchoDominated())
+	if s.EchoDominated() || !isMain() {
+		t.Fatalf("the user's first read: echo-dominated %v, uplink is the canceller's %v (want false, true: one read does not open the gate)", s.EchoDominated(), isMain())
+	}
+	read(3)
+	if frame[len(frame)-1] != int16((len(frame)-1)*7) || isMain() {
+		t.Fatal("the user's second read: not ramped to the linear output")
 	}
 	read(3)
 	if !isLinear() {
-		t.Fatal("the user's second read: not the linear output")
+		t.Fatal("the user's third read: not the linear output")
 	}
 	for range gateHoldMS/20 - 1 {
 		read(40)
