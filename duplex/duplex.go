@@ -95,22 +95,22 @@ type Result struct {
 	// GuardERLE is ERLE after 2 s of what the onset guard and the VAD
 	// judge, when that is not the uplink (aec.Options.Uplink linear: the
 	// canceller's output; ERLE is then the linear filter's); NaN otherwise.
-	GuardERLE       float64
-	NearCorr        float64 // correlation with the clean near end in double-talk (NaN: none)
-	Precision       float64 // pump: frames delivered that hold near-end speech
-	Recall          float64 // pump: near-end speech frames delivered
-	RawPrecision    float64 // detector's raw per-frame decision
-	RawRecall       float64
-	RawFPR          float64 // raw detector: non-speech frames called speech
-	Onsets          []time.Duration
-	Clipped         int // phrases whose first speech frame was not delivered
-	Phrases         int
-	FalseBargeIns   int // utterance starts with no near-end speech
+	GuardERLE     float64
+	NearCorr      float64 // correlation with the clean near end in double-talk (NaN: none)
+	Precision     float64 // pump: frames delivered that hold near-end speech
+	Recall        float64 // pump: near-end speech frames delivered
+	RawPrecision  float64 // detector's raw per-frame decision
+	RawRecall     float64
+	RawFPR        float64 // raw detector: non-speech frames called speech
+	Onsets        []time.Duration
+	Clipped       int // phrases whose first speech frame was not delivered
+	Phrases       int
+	FalseBargeIns int // utterance starts with no near-end speech
 	// FalseNoEcho counts the false barge-ins the robot's echo cannot have
 	// caused: over the 100 ms before the start the echo at the mic was
 	// more than 10 dB below the room noise (the noise alone, e.g. babble,
 	// started an utterance, as it would with the robot silent).
-	FalseNoEcho int
+	FalseNoEcho     int
 	BargeInsIn300ms int
 	CPUPerSecond    time.Duration // chain CPU per second of audio
 	DelayEstimate   time.Duration
