@@ -56,8 +56,8 @@ type SourceConfig struct {
 }
 
 // DefaultNoiseGuardDB is the measured default (docs/audio.md): half the
-// energy VAD's 12 dB start margin, so a user the VAD can hear over the
-// noise is never held back by it.
+// energy VAD's 12 dB start margin, so a read the VAD would take for speech
+// over the noise is not held back by it (3 dB measured the same).
 const DefaultNoiseGuardDB = 6.0
 
 // DefaultDriftCompensation is the measured default (docs/audio.md).
@@ -536,7 +536,8 @@ func (s *Source) GuardDB() float64 {
 	return 10 * math.Log10(r)
 }
 
-// DecisionFrame is, with a linear uplink (Options.Uplink linear), the
+// DecisionFrame is, with a linear uplink (Options.Uplink linear or
+// linear-gated), the
 // canceller's output for the samples the last Read returned: the signal
 // the onset guard judged and the VAD should judge, while Read returns the
 // linear filter's output (what the gateway hears). nil otherwise. Capture
