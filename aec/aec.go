@@ -104,7 +104,35 @@ type Options struct {
 	// ShortFilter turns WebRTC's extended filter (128 ms) off (48 ms);
 	// for measurements.
 	ShortFilter bool `yaml:"short_filter"`
+	// Uplink is what Source hands on as the mic signal (the audio sent to
+	// the gateway): UplinkCanceller ("canceller", default) the canceller's
+	// output; UplinkLinear ("linear") the output of a linear adaptive
+	// filter alone (speex MDF, no residual echo suppressor: the user's
+	// voice is not suppressed in double talk), while the onset guard and
+	// the VAD keep judging the canceller's output (Source.DecisionFrame).
+	// With Kind speex that is its own filter's output before the
+	// preprocessor; with Kind webrtc a speex MDF filter runs beside the
+	// APM (needs the speexdsp tag too). UplinkLinearGated ("linear-gated"):
+	// the linear filter's output while the onset guard finds more than
+	// echo in the mic (the user) and for gateHoldMS after, the canceller's
+	// otherwise, crossfaded over a read: the residual echo the linear
+	// filter leaves is sent only while the user talks. "" is
+	// UplinkCanceller; the agent's default is BestUplink.
+	Uplink string `yaml:"uplink"`
 }
+
+// Uplink sources.
+const (
+	UplinkCanceller   = "canceller"
+	UplinkLinear      = "linear"
+	UplinkLinearGated = "linear-gated"
+)
+
+var uplinks = []string{UplinkCanceller, UplinkLinear, UplinkLinearGated}
+
+// DefaultUplink is the measured default of the agent's duplex.uplink
+// (docs/audio.md), where this binary can run it (BestUplink).
+const DefaultUplink = UplinkLinearGated
 
 // WebRTC delay modes.
 const (
@@ -143,6 +171,9 @@ func (o Options) withDefaults() Options {
 	if o.Delay == "" {
 		o.Delay = DefaultDelay
 	}
+	if o.Uplink == "" {
+		o.Uplink = UplinkCanceller
+	}
 	return o
 }
 
@@ -163,6 +194,12 @@ func (o Options) Validate() error {
 	if o.Delay != "" && o.Delay != DelayModeEstimator && o.Delay != DelayModeAgnostic {
 		errs = append(errs, fmt.Errorf("%w: delay %q is not %s or %s", ErrConfig, o.Delay, DelayModeEstimator, DelayModeAgnostic))
 	}
+	if o.Uplink != "" && !slices.Contains(uplinks, o.Uplink) {
+		errs = append(errs, fmt.Errorf("%w: uplink %q is not one of %v", ErrConfig, o.Uplink, uplinks))
+	}
+	if o.Uplink != "" && o.Uplink != UplinkCanceller && o.Kind == KindNone {
+		errs = append(errs, fmt.Errorf("%w: uplink %s needs a canceller (kind %s)", ErrConfig, o.Uplink, KindNone))
+	}
 	if o.TailMS < 0 || o.TailMS > 1000 {
 		errs = append(errs, fmt.Errorf("%w: tail_ms %d out of range 0..1000", ErrConfig, o.TailMS))
 	}
@@ -177,11 +214,97 @@ func New(o Options) (Canceller, error) {
 	o = o.withDefaults()
 	switch o.Kind {
 	case KindWebRTC:
-		return newWebRTC(o)
+		c, err := newWebRTC(o)
+		if err != nil || o.Uplink == UplinkCanceller {
+			return c, err
+		}
+		lin, err := newSpeexLinear(o.TailMS)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("aec: uplink %s: %w", o.Uplink, err)
+		}
+		return newDual(c, lin, o.Uplink == UplinkLinearGated), nil
 	case KindSpeex:
 		return newSpeex(o)
 	}
 	return passthrough{}, nil
+}
+
+// linearOuter is implemented by cancellers with a second output for the
+// uplink (Options.Uplink linear): the last Process's linear filter output.
+type linearOuter interface {
+	Linear() []int16
+	// Gated: the linear output goes up only while the user talks
+	// (UplinkLinearGated).
+	Gated() bool
+}
+
+// linearFilter is a linear adaptive echo filter without residual echo
+// suppression (speex MDF).
+type linearFilter interface {
+	Process(out, near, far []int16)
+	Reset()
+	Close() error
+}
+
+// dual runs a linear filter beside the main canceller: the main one's
+// output decides (onset guard, VAD), the linear one's goes up. The linear
+// filter gets the far end defaultMarginMS before its echo rather than the
+// main canceller's lead, through a delay line, so its tail covers the room.
+type dual struct {
+	main  Canceller
+	lin   linearFilter
+	line  []int16 // far-end delay line: the last delay+FrameSamples samples
+	delay int
+	lout  []int16
+	gated bool
+}
+
+func newDual(main Canceller, lin linearFilter, gated bool) *dual {
+	lead := defaultMarginMS
+	if l, ok := main.(leader); ok {
+		lead = l.LeadMS()
+	}
+	delay := max(0, lead-defaultMarginMS) * Rate / 1000
+	return &dual{main: main, lin: lin, delay: delay, line: make([]int16, delay+FrameSamples), lout: make([]int16, FrameSamples), gated: gated}
+}
+
+func (d *dual) Kind() string { return d.main.Kind() }
+
+func (d *dual) Process(out, near, far []int16) {
+	copy(d.line, d.line[FrameSamples:])
+	copy(d.line[d.delay:], far[:FrameSamples])
+	// The linear filter first: out may be near.
+	d.lin.Process(d.lout, near, d.line[:FrameSamples])
+	d.main.Process(out, near, far)
+}
+
+func (d *dual) Linear() []int16 { return d.lout }
+func (d *dual) Gated() bool     { return d.gated }
+
+func (d *dual) Reset() {
+	d.main.Reset()
+	d.lin.Reset()
+	clear(d.line)
+}
+
+func (d *dual) Close() error {
+	return errors.Join(d.lin.Close(), d.main.Close())
+}
+
+// LeadMS implements leader with the main canceller's lead.
+func (d *dual) LeadMS() int {
+	if l, ok := d.main.(leader); ok {
+		return l.LeadMS()
+	}
+	return defaultMarginMS
+}
+
+// DoubleTalk implements doubleTalker for the main canceller.
+func (d *dual) DoubleTalk(on bool) {
+	if t, ok := d.main.(doubleTalker); ok {
+		t.DoubleTalk(on)
+	}
 }
 
 // Available lists the kinds this binary can run (KindNone always).
@@ -206,6 +329,16 @@ func Best() string {
 		return KindSpeex
 	}
 	return KindNone
+}
+
+// BestUplink is the measured default uplink (DefaultUplink) for a
+// canceller of kind when this binary can run it, else UplinkCanceller.
+func BestUplink(kind string) string {
+	if kind != KindWebRTC || !speexBuiltIn {
+		// Measured with WebRTC only; it needs speex's filter.
+		return UplinkCanceller
+	}
+	return DefaultUplink
 }
 
 // leader is implemented by cancellers whose filter needs the far end

@@ -82,3 +82,37 @@ func TestStubsFailLoudly(t *testing.T) {
 		t.Errorf("unknown kind: %v", err)
 	}
 }
+
+// The dual-path uplink needs speex's filter: without it New says so and the
+// agent's default falls back to the canceller's output; it is the default
+// only with WebRTC (measured there).
+func TestUplinkNeedsSpeex(t *testing.T) {
+	if got := BestUplink(KindSpeex); got != UplinkCanceller {
+		t.Errorf("BestUplink(speex) = %q, want %q", got, UplinkCanceller)
+	}
+	if got := BestUplink(KindNone); got != UplinkCanceller {
+		t.Errorf("BestUplink(none) = %q, want %q", got, UplinkCanceller)
+	}
+	want := UplinkCanceller
+	if speexBuiltIn {
+		want = DefaultUplink
+	}
+	if got := BestUplink(KindWebRTC); got != want {
+		t.Errorf("BestUplink(webrtc) = %q, want %q (speex built in: %v)", got, want, speexBuiltIn)
+	}
+	if !webrtcBuiltIn {
+		return
+	}
+	c, err := New(Options{Kind: KindWebRTC, Uplink: UplinkLinearGated})
+	if speexBuiltIn {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l, ok := c.(linearOuter); !ok || !l.Gated() || len(l.Linear()) != FrameSamples {
+			t.Errorf("webrtc with a linear-gated uplink: %T", c)
+		}
+		c.Close()
+	} else if !errors.Is(err, ErrNotBuiltIn) {
+		t.Errorf("webrtc with a linear uplink and no speex: %v, want ErrNotBuiltIn", err)
+	}
+}

@@ -30,25 +30,43 @@ type SourceConfig struct {
 	// measured echo reduction while the far end plays (a running median in
 	// dB) minus this margin, never below DoubleTalkDB; a read whose echo was
 	// reduced less than that holds something the canceller cannot remove
-	// (the user). 0 (default, DefaultGuardMarginDB) or negative: the fixed
-	// DoubleTalkDB threshold. Measured (docs/benchmarks.md): with speaker
-	// and mic on one clock 10 dB catches every barge-in at SER -10 dB
-	// where the fixed threshold catches half; with 100 ppm of drift
-	// between them the canceller's residual varies too much and it lets
-	// the robot interrupt itself.
+	// (the user). 0 or negative: the fixed DoubleTalkDB threshold. The
+	// agent's default is DefaultGuardMarginDB. Measured
+	// (docs/benchmarks.md): 10 dB catches 94-98 of 100 barge-ins at SER
+	// -10 dB where the fixed threshold catches about half, with speaker
+	// and mic on one clock or with DriftCompensation; without
+	// compensation, 100 ppm of drift makes the canceller's residual vary
+	// too much and it lets the robot interrupt itself. With NoiseGuardDB
+	// it is safe in noise too.
 	GuardMarginDB float64
 	// DriftCompensation: estimate the clock ratio between the speaker and
 	// the mic from the echo and read the far end resampled to the mic's
 	// clock, so the canceller sees a stationary echo path (see drift.go).
 	// Without it the canceller's filter follows the slide on its own.
 	DriftCompensation bool
+	// NoiseGuardDB: while the far end plays, a read whose cancelled output
+	// is less than this many dB above the output's noise floor (a low
+	// percentile of the output level, tracked while the far end is silent)
+	// counts as echo too: the noise explains it, so it cannot be the
+	// user's onset, and the VAD's floor must not follow it (a suppressor
+	// pushing the noise down during the echo and releasing it afterwards
+	// would otherwise look like speech starting). 0: DefaultNoiseGuardDB;
+	// negative: off.
+	NoiseGuardDB float64
 }
 
-// DefaultDriftCompensation is the measured default (docs/audio.md).
-const DefaultDriftCompensation = false
+// DefaultNoiseGuardDB is the measured default (docs/audio.md): half the
+// energy VAD's 12 dB start margin, so a read the VAD would take for speech
+// over the noise is not held back by it (3 dB measured the same).
+const DefaultNoiseGuardDB = 6.0
 
-// DefaultGuardMarginDB is the measured default (docs/audio.md): off.
-const DefaultGuardMarginDB = 0.0
+// DefaultDriftCompensation is the measured default (docs/audio.md).
+const DefaultDriftCompensation = true
+
+// DefaultGuardMarginDB is the measured default margin of the agent's
+// duplex.guard_margin_db (docs/audio.md); SourceConfig's zero value is the
+// fixed threshold.
+const DefaultGuardMarginDB = 10.0
 
 // defaultMarginMS is the far end's lead for cancellers without their own.
 const defaultMarginMS = 8
@@ -142,11 +160,19 @@ type Source struct {
 	erleDB           float64 // running median of the echo reduction (dB) on reads with the far end playing
 	haveMedian       bool
 	dt               doubleTalker // the canceller, if it adapts to double talk
+	lin              linearOuter  // the canceller, if its uplink is a linear filter's output (Options.Uplink)
+	dec              []int16      // with lin: the canceller's output of the last Read (DecisionFrame)
+	decN             int
+	gain             float64 // linear-gated: the linear output's share of the uplink at the end of the last read
+	hold             int     // linear-gated: samples the linear output still goes up for
+	userRun          int     // linear-gated: consecutive reads with the user over the far end
 	dtOn             bool
 	dtRun, echoRun   int           // consecutive reads with / without the user over the far end
 	guardRatio       atomic.Uint64 // math.Float64bits of the current double-talk threshold (linear energy ratio)
 	echoReads        int           // reads the canceller has shown to be converged on (up to convergedReads)
 	dtRatio          float64       // linear energy ratio of DoubleTalkDB
+	noiseDB          float64       // output noise floor (dBFS per sample, low-percentile tracker), while the far end is silent
+	haveNoise        bool
 	delaySamples     atomic.Int64
 	// Disturbances of the alignment (see disturbGuard): the counts last
 	// seen, the samples the guard still holds, the far end's decaying
@@ -182,12 +208,18 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 	if cfg.DoubleTalkDB == 0 {
 		cfg.DoubleTalkDB = DefaultDoubleTalkDB
 	}
+	if cfg.NoiseGuardDB == 0 {
+		cfg.NoiseGuardDB = DefaultNoiseGuardDB
+	}
 	s := &Source{src: src, ref: ref, c: c, clk: clk, cfg: cfg,
 		far: make([]int16, FrameSamples), farRaw: make([]int16, FrameSamples), out: make([]int16, FrameSamples)}
 	s.lat, _ = hw.FindSource[hw.LatencyReporter](src)
 	s.cap, _ = hw.FindSource[capturedEnder](src)
 	s.dtRatio = math.Pow(10, cfg.DoubleTalkDB/10)
 	s.dt, _ = c.(doubleTalker)
+	if l, ok := c.(linearOuter); ok && l.Linear() != nil {
+		s.lin = l
+	}
 	s.ratio = 1
 	if cfg.DriftCompensation {
 		s.fr, s.drift = newFracReader(), newDriftMeter()
@@ -276,6 +308,13 @@ func (s *Source) Read(dst []int16) (int, error) {
 	} else if s.drift != nil {
 		s.tsOff += d / 256
 	}
+	if s.lin != nil {
+		if cap(s.dec) < n {
+			s.dec = make([]int16, n) // once, for the largest read
+		}
+		s.decN = n
+		copy(s.dec[n/FrameSamples*FrameSamples:n], dst[n/FrameSamples*FrameSamples:n]) // an uncancelled remainder
+	}
 	var eMic, eOut, eFar float64
 	for off := 0; off+FrameSamples <= n; off += FrameSamples {
 		near := dst[off : off+FrameSamples]
@@ -311,7 +350,14 @@ func (s *Source) Read(dst []int16) (int, error) {
 		eFar += energy(s.far)
 		s.c.Process(s.out, near, s.far)
 		eOut += energy(s.out)
-		copy(near, s.out)
+		if s.lin != nil {
+			// Dual path: the linear filter's output goes up, the
+			// canceller's decides.
+			copy(s.dec[off:], s.out)
+			copy(near, s.lin.Linear())
+		} else {
+			copy(near, s.out)
+		}
 		if s.drift != nil {
 			if r, ok := s.drift.fit.Ratio(); ok {
 				s.ratio, s.driftLocked = r, true
@@ -369,6 +415,22 @@ func (s *Source) Read(dst []int16) (int, error) {
 	s.guardRatio.Store(math.Float64bits(thr))
 	echo := s.farHang > 0 && eMic > thr*eOut
 	disturbed := s.disturbance(n, eFar, farNow, echo)
+	// The output's noise floor, tracked while the far end is silent (what
+	// the VAD hears between the robot's replies): a 10th-percentile
+	// tracker in dB, down 0.18 dB and up 0.02 dB per read (9 and 1 dB/s
+	// on 20 ms reads), so the user's speech between replies barely lifts it.
+	outDB := 10*math.Log10(eOut/float64(n)+1e-3) - fullScaleDB
+	if s.farHang == 0 {
+		switch {
+		case !s.haveNoise:
+			s.noiseDB, s.haveNoise = outDB, true
+		case outDB < s.noiseDB:
+			s.noiseDB -= min(noiseDownDB*float64(n)/frame20, s.noiseDB-outDB)
+		default:
+			s.noiseDB += min(noiseUpDB*float64(n)/frame20, outDB-s.noiseDB)
+		}
+	}
+	noiseOnly := s.farHang > 0 && s.cfg.NoiseGuardDB > 0 && s.haveNoise && outDB < s.noiseDB+s.cfg.NoiseGuardDB
 	if s.dt != nil {
 		s.doubleTalk(farNow && !echo && s.echoReads >= convergedReads, echo)
 	}
@@ -400,7 +462,10 @@ func (s *Source) Read(dst []int16) (int, error) {
 		echo = true
 		s.guarded.Add(1)
 	}
-	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && echo)
+	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && (echo || noiseOnly))
+	if s.lin != nil && s.lin.Gated() {
+		s.gate(dst[:n/FrameSamples*FrameSamples], s.farHang > 0, !(echo || noiseOnly))
+	}
 	return n, nil
 }
 
@@ -452,6 +517,53 @@ func (s *Source) disturbance(n int, eFar float64, farNow, reduced bool) bool {
 // goroutine.
 func (s *Source) Guarded() int64 { return s.guarded.Load() }
 
+// gateHoldMS: with a linear-gated uplink, how long the linear output keeps
+// going up after the last read the guard found more than echo in (the
+// gaps between the user's words).
+const gateHoldMS = 200
+
+// gateOnReads: the linear output goes up after this many consecutive reads
+// with the user over the far end (an isolated read the guard lets through
+// is more often a burst of residual echo than the user, whose onset the
+// pump needs several reads for anyway).
+const gateOnReads = 2
+
+// gate mixes the uplink (up: the linear output) with the canceller's
+// (s.dec): the linear one while the far end is silent, and while it plays
+// when the user talks and for gateHoldMS after; the canceller's otherwise,
+// ramped over the read. The hold is armed only by the user over the far
+// end, so a reply starting after a pause goes up cancelled at once.
+func (s *Source) gate(up []int16, far, user bool) {
+	if far && user {
+		s.userRun++
+	} else {
+		s.userRun = 0
+	}
+	switch {
+	case !far:
+		s.hold = 0
+	case s.userRun >= gateOnReads:
+		s.hold = gateHoldMS * Rate / 1000
+	default:
+		s.hold = max(0, s.hold-len(up))
+	}
+	target := 0.0
+	if !far || s.hold > 0 {
+		target = 1
+	}
+	if target == s.gain && (target == 1 || target == 0) {
+		if target == 0 {
+			copy(up, s.dec)
+		}
+		return
+	}
+	for i := range up {
+		g := s.gain + (target-s.gain)*float64(i+1)/float64(len(up))
+		up[i] = int16(math.Round(g*float64(up[i]) + (1-g)*float64(s.dec[i])))
+	}
+	s.gain = target
+}
+
 // Double talk for cancellers that adapt to it (doubleTalker): on after
 // dtOnReads reads of the far end playing with less echo reduction than the
 // guard threshold, off after dtOffReads echo-dominated reads.
@@ -486,6 +598,19 @@ const (
 	medianStepDB   = 0.2
 )
 
+// The output noise floor tracker's steps per 20 ms read (dB), and full
+// scale in dB of per-sample energy (20·log10(32768)).
+const (
+	noiseDownDB = 0.18
+	noiseUpDB   = 0.02
+	frame20     = 20 * Rate / 1000
+	fullScaleDB = 90.309
+)
+
+// NoiseFloorDB is the canceller output's noise floor (dBFS) tracked while
+// the far end is silent, and whether it is known yet. Capture goroutine.
+func (s *Source) NoiseFloorDB() (float64, bool) { return s.noiseDB, s.haveNoise }
+
 // GuardDB is the current double-talk threshold in dB (see
 // SourceConfig.GuardMarginDB). Any goroutine.
 func (s *Source) GuardDB() float64 {
@@ -494,6 +619,19 @@ func (s *Source) GuardDB() float64 {
 		return s.cfg.DoubleTalkDB
 	}
 	return 10 * math.Log10(r)
+}
+
+// DecisionFrame is, with a linear uplink (Options.Uplink linear or
+// linear-gated), the
+// canceller's output for the samples the last Read returned: the signal
+// the onset guard judged and the VAD should judge, while Read returns the
+// linear filter's output (what the gateway hears). nil otherwise. Capture
+// goroutine, valid until the next Read.
+func (s *Source) DecisionFrame() []int16 {
+	if s.lin == nil {
+		return nil
+	}
+	return s.dec[:s.decN]
 }
 
 // EchoDominated reports whether the last Read held only residual echo: the

@@ -2,6 +2,7 @@ package aec
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -32,19 +33,24 @@ func (nullSpk) Close() error           { return nil }
 func TestTapAndSourceDoNotAllocate(t *testing.T) {
 	for _, k := range Available() {
 		for _, dc := range []bool{false, true} {
-			testTapAndSourceDoNotAllocate(t, k, dc)
+			testTapAndSourceDoNotAllocate(t, Options{Kind: k}, dc)
+			if k != KindNone && speexBuiltIn {
+				testTapAndSourceDoNotAllocate(t, Options{Kind: k, Uplink: UplinkLinear}, dc)
+				testTapAndSourceDoNotAllocate(t, Options{Kind: k, Uplink: UplinkLinearGated}, dc)
+			}
 		}
 	}
 }
 
-func testTapAndSourceDoNotAllocate(t *testing.T, k string, dc bool) {
+func testTapAndSourceDoNotAllocate(t *testing.T, o Options, dc bool) {
+	k := o.Kind + "/" + o.Uplink
 	{
 		clk := clock.NewFake()
 		ref, err := NewReference(clk, 24000)
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := New(Options{Kind: k})
+		c, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,6 +238,205 @@ func TestSourceSignalsDoubleTalk(t *testing.T) {
 	reads(1, 30)
 	if len(c.calls) != 2 || c.calls[1] {
 		t.Fatalf("after %d echo reads: %v, want [true false]", dtOffReads, c.calls)
+	}
+}
+
+// levelMic captures uniform noise at amplitude amp (the room noise, or
+// louder: the user).
+type levelMic struct {
+	clk *clock.Fake
+	rng *rand.Rand
+	amp int
+}
+
+func (m *levelMic) Format() hw.AudioFormat { return hw.MicFormat }
+func (m *levelMic) Close() error           { return nil }
+func (m *levelMic) Read(dst []int16) (int, error) {
+	m.clk.Advance(time.Duration(len(dst)) * time.Second / Rate)
+	for i := range dst {
+		dst[i] = int16(m.rng.IntN(2*m.amp+1) - m.amp)
+	}
+	return len(dst), nil
+}
+
+// The noise guard: while the far end plays, a read whose output the room's
+// noise floor explains (a suppressor releasing the noise it had pushed
+// down) counts as echo even where the canceller removed little, so it can
+// neither start an utterance nor drag the VAD's floor; the user, well above
+// the noise, still passes. Without it (negative NoiseGuardDB) the adaptive
+// guard lets the released noise through.
+func TestNoiseGuardHoldsWhatTheNoiseExplains(t *testing.T) {
+	for _, tc := range []struct {
+		noiseGuard float64
+		wantNoise  bool // the released noise is echo-dominated
+	}{{0, true}, {6, true}, {-1, false}} {
+		clk := clock.NewFake()
+		ref, _ := NewReference(clk, 24000)
+		c := &scaler{gain: 1}
+		tap := NewTap(nullSpk{}, ref, clk)
+		mic := &levelMic{clk: clk, rng: rand.New(rand.NewPCG(3, 4)), amp: 2000}
+		s := NewSource(mic, ref, c, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10, NoiseGuardDB: tc.noiseGuard})
+		rng := rand.New(rand.NewPCG(5, 6))
+		silent, blk, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
+		read := func(far []int16, gainDB float64) {
+			c.gain = math.Pow(10, gainDB/20)
+			for i := range blk {
+				blk[i] = int16(rng.IntN(8000) - 4000)
+			}
+			tap.Write(far)
+			s.Read(frame)
+		}
+		for range 100 { // the robot is silent: the noise floor
+			read(silent, 0)
+		}
+		nf, ok := s.NoiseFloorDB()
+		if want := 20*math.Log10(2000/math.Sqrt(3)/32768) - 1; !ok || nf < want-2 || nf > want+1 {
+			t.Fatalf("noise floor %.1f dBFS (known %v), want about %.1f", nf, ok, want)
+		}
+		for range 300 { // the robot speaks; its suppressor removes 30 dB
+			read(blk, -30)
+		}
+		read(blk, -30)
+		if !s.EchoDominated() {
+			t.Fatalf("noise guard %v: 30 dB removed is not echo-dominated (guard %.1f dB)", tc.noiseGuard, s.GuardDB())
+		}
+		read(blk, -2) // the suppressor lets the noise through
+		if s.EchoDominated() != tc.wantNoise {
+			t.Errorf("noise guard %v: released noise: echo-dominated %v, want %v (guard %.1f dB)", tc.noiseGuard, s.EchoDominated(), tc.wantNoise, s.GuardDB())
+		}
+		mic.amp = 20000 // the user, 20 dB over the noise; 5 dB of it removed
+		read(blk, -5)
+		if s.EchoDominated() {
+			t.Errorf("noise guard %v: the user 20 dB over the noise is echo-dominated", tc.noiseGuard)
+		}
+		mic.amp = 2000
+	}
+}
+
+// passFilter is a linear filter that passes the mic through and records
+// the far end it was given.
+type passFilter struct{ far [][]int16 }
+
+func (p *passFilter) Process(out, near, far []int16) {
+	copy(out, near)
+	p.far = append(p.far, append([]int16(nil), far...))
+}
+func (p *passFilter) Reset()       {}
+func (p *passFilter) Close() error { return nil }
+
+// The dual path: Read returns the linear filter's output (the uplink),
+// DecisionFrame the main canceller's (what the guard judged); the linear
+// filter gets the far end 8 ms before its echo, i.e. the main canceller's
+// lead minus 8 ms later than the main canceller.
+func TestDualPathUplinkAndDecision(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	lin := &passFilter{}
+	d := newDual(&leadScaler{scaler{gain: 0.5, lead: 48}}, lin, false)
+	s := NewSource(fakeMic{clk}, ref, d, clk, SourceConfig{FixedDelayMS: 60})
+	if s.DecisionFrame() == nil && s.lin == nil {
+		t.Fatal("the source does not see the dual canceller's linear output")
+	}
+	frame := make([]int16, 320)
+	s.Read(frame)
+	dec := s.DecisionFrame()
+	if len(dec) != len(frame) {
+		t.Fatalf("decision frame of %d samples, want %d", len(dec), len(frame))
+	}
+	for i, v := range frame {
+		if want := int16(i * 7); v != want || dec[i] != int16(float64(want)*0.5) {
+			t.Fatalf("sample %d: uplink %d (want %d, the linear filter's), decision %d (want %d)", i, v, want, dec[i], int16(float64(want)*0.5))
+		}
+	}
+	// The delay line: 40 ms = 4 frames of 10 ms.
+	far := make([]int16, FrameSamples)
+	out := make([]int16, FrameSamples)
+	lin.far = nil
+	for k := range 8 {
+		far[0] = int16(k + 1)
+		d.Process(out, frame[:FrameSamples], far)
+	}
+	for k, f := range lin.far {
+		if want := max(0, k-3); int(f[0]) != want {
+			t.Errorf("frame %d: linear filter's far end is frame %d's, want %d's (40 ms later)", k, f[0], want)
+		}
+	}
+	if d.LeadMS() != 48 {
+		t.Errorf("dual lead %d ms, want the main canceller's 48", d.LeadMS())
+	}
+	if _, err := New(Options{Kind: KindNone, Uplink: UplinkLinear}); err == nil {
+		t.Error("uplink linear without a canceller accepted")
+	}
+	if _, err := New(Options{Kind: KindNone, Uplink: "bogus"}); err == nil {
+		t.Error("uplink bogus accepted")
+	}
+}
+
+// linear-gated: the uplink is the canceller's output while the guard finds
+// only echo, the linear filter's from the second consecutive read it finds
+// the user in (ramped over that read) until gateHoldMS after the last.
+func TestGatedUplinkFollowsTheGuard(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	lin := &passFilter{}
+	main := &scaler{gain: math.Pow(10, -40.0/20)}
+	d := newDual(main, lin, true)
+	tap := NewTap(nullSpk{}, ref, clk)
+	s := NewSource(fakeMic{clk}, ref, d, clk, SourceConfig{FixedDelayMS: 20})
+	blk, frame := make([]int16, 480), make([]int16, 320)
+	for i := range blk {
+		blk[i] = int16(i * 13)
+	}
+	read := func(reductionDB float64) {
+		main.gain = math.Pow(10, -reductionDB/20)
+		lin.far = lin.far[:0]
+		tap.Write(blk)
+		s.Read(frame)
+	}
+	isMain := func() bool {
+		for i, v := range frame {
+			if v != int16(float64(i*7)*main.gain) {
+				return false
+			}
+		}
+		return true
+	}
+	isLinear := func() bool {
+		for i, v := range frame {
+			if v != int16(i*7) {
+				return false
+			}
+		}
+		return true
+	}
+	for range 200 { // the robot speaks, the canceller removes 40 dB
+		read(40)
+	}
+	if !s.EchoDominated() || !isMain() {
+		t.Fatalf("echo only: the uplink is not the canceller's output (echo-dominated %v)", s.EchoDominated())
+	}
+	read(3) // the user
+	if s.EchoDominated() || !isMain() {
+		t.Fatalf("the user's first read: echo-dominated %v, uplink is the canceller's %v (want false, true: one read does not open the gate)", s.EchoDominated(), isMain())
+	}
+	read(3)
+	if frame[len(frame)-1] != int16((len(frame)-1)*7) || isMain() {
+		t.Fatal("the user's second read: not ramped to the linear output")
+	}
+	read(3)
+	if !isLinear() {
+		t.Fatal("the user's third read: not the linear output")
+	}
+	for range gateHoldMS/20 - 1 {
+		read(40)
+		if !isLinear() {
+			t.Fatal("within the hold after the user: not the linear output")
+		}
+	}
+	read(40)
+	read(40)
+	if !isMain() {
+		t.Error("after the hold: not back to the canceller's output")
 	}
 }
 

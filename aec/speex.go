@@ -32,9 +32,12 @@ import (
 const speexBuiltIn = true
 
 type speexAEC struct {
-	st  *C.SpeexEchoState
-	pp  *C.SpeexPreprocessState
-	tmp []int16 // preallocated: a stack array passed to C would escape
+	st     *C.SpeexEchoState
+	pp     *C.SpeexPreprocessState
+	tmp    []int16 // preallocated: a stack array passed to C would escape
+	linear bool    // Options.Uplink linear: keep tmp (before the preprocessor) for Linear
+	gated  bool    // Options.Uplink linear-gated
+	lin    []int16
 }
 
 func newSpeex(o Options) (Canceller, error) {
@@ -53,7 +56,54 @@ func newSpeex(o Options) (Canceller, error) {
 		C.speex_echo_state_destroy(st)
 		return nil, errors.New("aec: speex_preprocess_state_init failed")
 	}
-	return &speexAEC{st: st, pp: pp, tmp: make([]int16, FrameSamples)}, nil
+	s := &speexAEC{st: st, pp: pp, tmp: make([]int16, FrameSamples)}
+	if o.Uplink == UplinkLinear || o.Uplink == UplinkLinearGated {
+		s.linear, s.lin, s.gated = true, make([]int16, FrameSamples), o.Uplink == UplinkLinearGated
+	}
+	return s, nil
+}
+
+// speexLinear is the MDF filter alone (no preprocessor): Options.Uplink
+// linear beside another canceller.
+type speexLinear struct {
+	st *C.SpeexEchoState
+}
+
+func newSpeexLinear(tailMS int) (linearFilter, error) {
+	if tailMS == 0 {
+		tailMS = DefaultTailMS
+	}
+	st := C.aec_speex_echo(FrameSamples, C.int(tailMS*Rate/1000), Rate)
+	if st == nil {
+		return nil, errors.New("aec: speex_echo_state_init failed")
+	}
+	return &speexLinear{st: st}, nil
+}
+
+func (s *speexLinear) Process(out, near, far []int16) {
+	_, _, _ = out[FrameSamples-1], near[FrameSamples-1], far[FrameSamples-1]
+	C.speex_echo_cancellation(s.st, (*C.spx_int16_t)(unsafe.Pointer(&near[0])), (*C.spx_int16_t)(unsafe.Pointer(&far[0])), (*C.spx_int16_t)(unsafe.Pointer(&out[0])))
+}
+
+func (s *speexLinear) Reset() { C.speex_echo_state_reset(s.st) }
+
+func (s *speexLinear) Close() error {
+	if s.st != nil {
+		C.speex_echo_state_destroy(s.st)
+		s.st = nil
+	}
+	return nil
+}
+
+// Gated implements linearOuter.
+func (s *speexAEC) Gated() bool { return s.gated }
+
+// Linear implements linearOuter (Options.Uplink linear).
+func (s *speexAEC) Linear() []int16 {
+	if !s.linear {
+		return nil
+	}
+	return s.lin
 }
 
 func (s *speexAEC) Kind() string { return KindSpeex }
@@ -63,6 +113,9 @@ func (s *speexAEC) Process(out, near, far []int16) {
 	_ = out[FrameSamples-1]
 	tmp := s.tmp
 	C.speex_echo_cancellation(s.st, (*C.spx_int16_t)(unsafe.Pointer(&near[0])), (*C.spx_int16_t)(unsafe.Pointer(&far[0])), (*C.spx_int16_t)(unsafe.Pointer(&tmp[0])))
+	if s.linear {
+		copy(s.lin, tmp)
+	}
 	// The preprocessor runs the residual-echo suppressor (and NS/AGC).
 	C.speex_preprocess_run(s.pp, (*C.spx_int16_t)(unsafe.Pointer(&tmp[0])))
 	copy(out, tmp)

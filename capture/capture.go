@@ -77,6 +77,15 @@ type OnsetGuard interface {
 	EchoDominated() bool
 }
 
+// DecisionSignal is an optional capability of an OnsetGuard: the audio the
+// VAD judges for the frame just read, when it differs from the audio sent
+// (an echo canceller whose uplink is a linear filter's output, free of
+// suppression, while its residual echo suppressor's output, free of echo,
+// decides). A frame of another length than the one read is ignored.
+type DecisionSignal interface {
+	DecisionFrame() []int16
+}
+
 // GateFunc adapts a function to Gate.
 type GateFunc func() bool
 

@@ -47,6 +47,8 @@ type Pump struct {
 	auto, useEnergy bool
 	// guard is the source's OnsetGuard, if it has one (or SetOnsetGuard's).
 	guard OnsetGuard
+	// dsig is the guard's DecisionSignal, if it has one.
+	dsig DecisionSignal
 
 	// VAD parameters in frames / dB per frame.
 	preFrames, minSpeechFrames, hangFrames, maxFrames int
@@ -145,6 +147,7 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 // (see DetectorAuto) and removing it back to spectral.
 func (p *Pump) SetOnsetGuard(g OnsetGuard) {
 	p.guard = g
+	p.dsig, _ = g.(DecisionSignal)
 	if p.auto {
 		p.useEnergy = g != nil
 	}
@@ -249,7 +252,7 @@ func (p *Pump) processVAD(cur *slot) {
 		p.processDetector(cur)
 		return
 	}
-	db := pcm.DBFS(cur.samples)
+	db := pcm.DBFS(p.decision(cur.samples))
 	gated := p.gated()
 	if !p.floorInit {
 		p.floor, p.floorInit = db, true
@@ -297,7 +300,7 @@ func (p *Pump) processDetector(cur *slot) {
 			p.endUtterance()
 			return
 		}
-		p.inUttFrame(cur, p.det.Speech(cur.samples, true))
+		p.inUttFrame(cur, p.det.Speech(p.decision(cur.samples), true))
 		return
 	}
 	echo := p.echoOnly()
@@ -307,7 +310,7 @@ func (p *Pump) processDetector(cur *slot) {
 		// through the half-duplex gate may become the noise estimate.
 		p.detAdapt.SetAdapt(!echo && !gated)
 	}
-	speech := p.det.Speech(cur.samples, false)
+	speech := p.det.Speech(p.decision(cur.samples), false)
 	if gated {
 		p.held, p.speechRun = 0, 0
 		return
@@ -318,6 +321,17 @@ func (p *Pump) processDetector(cur *slot) {
 		p.speechRun = 0
 	}
 	p.idleFrame(cur)
+}
+
+// decision is what the VAD judges for the frame read into s: the guard's
+// DecisionFrame when it has one of that length, else s itself.
+func (p *Pump) decision(s []int16) []int16 {
+	if p.dsig != nil {
+		if d := p.dsig.DecisionFrame(); len(d) == len(s) {
+			return d
+		}
+	}
+	return s
 }
 
 func (p *Pump) echoOnly() bool { return p.guard != nil && p.guard.EchoDominated() }

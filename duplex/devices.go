@@ -127,12 +127,31 @@ type teeSource struct {
 	hw.AudioSource
 	out []int16
 	pos int
+	// dec records the source's decision frames (aec.Source.DecisionFrame:
+	// the canceller's output with a linear uplink), dual whether there
+	// were any.
+	dec  []int16
+	dual bool
+	ds   interface{ DecisionFrame() []int16 }
+	// guard records the onset guard's verdict per read (DUPLEX_TRACE).
+	guard   []bool
+	guardOf interface{ EchoDominated() bool }
 }
 
 func (t *teeSource) Read(dst []int16) (int, error) {
 	n, err := t.AudioSource.Read(dst)
 	if n > 0 {
 		copy(t.out[t.pos:], dst[:n])
+		d := dst[:n]
+		if t.ds != nil {
+			if f := t.ds.DecisionFrame(); len(f) == n {
+				d, t.dual = f, true
+			}
+		}
+		copy(t.dec[t.pos:], d)
+		if t.guardOf != nil && t.pos/n < len(t.guard) {
+			t.guard[t.pos/n] = t.guardOf.EchoDominated()
+		}
 		t.pos += n
 	}
 	return n, err

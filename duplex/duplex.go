@@ -88,20 +88,29 @@ type Scenario struct {
 
 // Result of a Run.
 type Result struct {
-	AEC, VAD        string
-	Seconds         float64 // audio simulated
-	ERLEFirst2s     float64 // dB, far-end-only frames in the first 2 s of echo
-	ERLE            float64 // dB, far-end-only frames after 2 s
-	NearCorr        float64 // correlation with the clean near end in double-talk (NaN: none)
-	Precision       float64 // pump: frames delivered that hold near-end speech
-	Recall          float64 // pump: near-end speech frames delivered
-	RawPrecision    float64 // detector's raw per-frame decision
-	RawRecall       float64
-	RawFPR          float64 // raw detector: non-speech frames called speech
-	Onsets          []time.Duration
-	Clipped         int // phrases whose first speech frame was not delivered
-	Phrases         int
-	FalseBargeIns   int // utterance starts with no near-end speech
+	AEC, VAD    string
+	Seconds     float64 // audio simulated
+	ERLEFirst2s float64 // dB, far-end-only frames in the first 2 s of echo
+	ERLE        float64 // dB, far-end-only frames after 2 s
+	// GuardERLE is ERLE after 2 s of what the onset guard and the VAD
+	// judge, when that is not the uplink (aec.Options.Uplink linear: the
+	// canceller's output; ERLE is then the linear filter's); NaN otherwise.
+	GuardERLE     float64
+	NearCorr      float64 // correlation with the clean near end in double-talk (NaN: none)
+	Precision     float64 // pump: frames delivered that hold near-end speech
+	Recall        float64 // pump: near-end speech frames delivered
+	RawPrecision  float64 // detector's raw per-frame decision
+	RawRecall     float64
+	RawFPR        float64 // raw detector: non-speech frames called speech
+	Onsets        []time.Duration
+	Clipped       int // phrases whose first speech frame was not delivered
+	Phrases       int
+	FalseBargeIns int // utterance starts with no near-end speech
+	// FalseNoEcho counts the false barge-ins the robot's echo cannot have
+	// caused: over the 100 ms before the start the echo at the mic was
+	// more than 10 dB below the room noise (the noise alone, e.g. babble,
+	// started an utterance, as it would with the robot silent).
+	FalseNoEcho     int
 	BargeInsIn300ms int
 	CPUPerSecond    time.Duration // chain CPU per second of audio
 	DelayEstimate   time.Duration
@@ -227,7 +236,7 @@ func Run(s Scenario) (Result, error) {
 	}
 	src.tap = aec.NewTap(spk, ref, clk)
 	asrc := aec.NewSource(src, ref, canc, clk, s.Align)
-	proc := &teeSource{AudioSource: asrc, out: make([]int16, total)}
+	proc := &teeSource{AudioSource: asrc, out: make([]int16, total), dec: make([]int16, total), ds: asrc, guard: make([]bool, total/micFrame+1), guardOf: asrc}
 	sink := &benchSink{clk: clk, t0: clk.Mono(), uplink: make([]int16, total), scale: 1 / src.ratio}
 	cc := s.Capture
 	cc.FrameMS = frameMS
@@ -263,18 +272,21 @@ func Run(s Scenario) (Result, error) {
 	out := proc.out
 
 	// DUPLEX_TRACE=file writes one CSV line per 20 ms frame (frame, echo,
-	// near, mic and output level in dBFS, near-end speech label): the
+	// near, mic and output level in dBFS, near-end speech label, the onset
+	// guard's echo verdict, the decision signal's level, delivered): the
 	// per-frame distributions in docs/benchmarks.md come from it.
 	if tp := os.Getenv("DUPLEX_TRACE"); tp != "" {
 		if f, err := os.Create(tp); err == nil {
 			for k := 0; k+micFrame <= total; k += micFrame {
-				fmt.Fprintf(f, "%d,%.1f,%.1f,%.1f,%.1f,%v\n", k/micFrame, dbf(energy(src.echoTL[k:k+micFrame])), dbf(energy(nearTL[k:k+micFrame])), dbf(energy(src.micTL[k:k+micFrame])), dbf(energy(out[k:k+micFrame])), labels[k/micFrame])
+				i := k / micFrame
+				fmt.Fprintf(f, "%d,%.1f,%.1f,%.1f,%.1f,%v,%v,%.1f,%v\n", i, dbf(energy(src.echoTL[k:k+micFrame])), dbf(energy(nearTL[k:k+micFrame])), dbf(energy(src.micTL[k:k+micFrame])), dbf(energy(out[k:k+micFrame])), labels[i],
+					proc.guard[i], dbf(energy(proc.dec[k:k+micFrame])), i < len(sink.delivered) && sink.delivered[i])
 			}
 			f.Close()
 		}
 	}
 	// ERLE on far-end-only frames with echo well above the noise.
-	var m1, o1, m2, o2 float64
+	var m1, o1, m2, o2, d2 float64
 	firstEcho := -1
 	for k := 0; k+micFrame <= total; k += micFrame {
 		e := energy(src.echoTL[k : k+micFrame])
@@ -289,9 +301,14 @@ func Run(s Scenario) (Result, error) {
 			m1, o1 = m1+mic, o1+o
 		} else {
 			m2, o2 = m2+mic, o2+o
+			d2 += energy(proc.dec[k : k+micFrame])
 		}
 	}
 	res.ERLEFirst2s, res.ERLE = ratioDB(m1, o1), ratioDB(m2, o2)
+	res.GuardERLE = math.NaN()
+	if proc.dual {
+		res.GuardERLE = ratioDB(m2, d2)
+	}
 
 	// Near-end fidelity where near and echo overlap.
 	var dtOut, dtNear []int16
@@ -369,6 +386,12 @@ func Run(s Scenario) (Result, error) {
 		}
 		if !matched {
 			res.FalseBargeIns++
+			if k := int(st.at * NearRate / time.Second); rc.Noise != room.NoiseNone && k <= total {
+				e := energy(src.echoTL[max(0, k-NearRate/10):k]) / float64(NearRate/10)
+				if 10*math.Log10(e+1e-9)-90.309 < rc.NoiseDBFS-10 {
+					res.FalseNoEcho++
+				}
+			}
 			if os.Getenv("DUPLEX_DEBUG") != "" {
 				rel := st.at - dur(lead)
 				fmt.Fprintf(os.Stderr, "false start at %v: reply %d +%v\n", st.at, int(rel/dur(replyLen+gap)), rel%dur(replyLen+gap))

@@ -27,8 +27,10 @@ import (
 //	  suppression: moderate   # webrtc residual echo suppression: low | moderate | high
 //	  noise_suppression: false
 //	  double_talk_db: 12      # onset guard: reads with more echo removed hold no user speech
-//	  guard_margin_db: 0      # > 0: ... or more than the canceller's typical reduction minus this (one-clock sound cards)
-//	  drift_compensation: false # estimate the speaker/mic clock offset from the echo, resample the far end to the mic's clock
+//	  guard_margin_db: 10     # > 0: ... or more than the canceller's typical reduction minus this; 0: the fixed double_talk_db
+//	  noise_guard_db: 6       # reads less than this above the output's noise floor count as echo while the robot speaks (0: off)
+//	  drift_compensation: true # estimate the speaker/mic clock offset from the echo, resample the far end to the mic's clock
+//	  uplink: auto            # what goes up: canceller | linear | linear-gated (a speex linear filter beside the canceller; auto: the measured default)
 //	  webrtc_delay: agnostic  # agnostic (WebRTC's delay-agnostic mode on top of the estimator) | estimator
 //	  max_delay_ms: 400       # delay estimator search range beyond device latencies
 //	  duck:                   # local ducking (full duplex only; docs/audio.md)
@@ -49,7 +51,9 @@ type duplexConfig struct {
 	NoiseSuppression bool        `yaml:"noise_suppression"`
 	DoubleTalkDB     float64     `yaml:"double_talk_db"`
 	GuardMarginDB    float64     `yaml:"guard_margin_db"`
+	NoiseGuardDB     float64     `yaml:"noise_guard_db"`
 	DriftComp        bool        `yaml:"drift_compensation"`
+	Uplink           string      `yaml:"uplink"`
 	WebRTCDelay      string      `yaml:"webrtc_delay"`
 	MaxDelayMS       int         `yaml:"max_delay_ms"`
 	Duck             duckConfig  `yaml:"duck"`
@@ -78,7 +82,8 @@ func (c duckConfig) config() duck.Config {
 
 func defaultDuplex() duplexConfig {
 	return duplexConfig{AEC: aecAuto, Suppression: aec.DefaultSuppression, DoubleTalkDB: aec.DefaultDoubleTalkDB,
-		GuardMarginDB: aec.DefaultGuardMarginDB, DriftComp: aec.DefaultDriftCompensation, WebRTCDelay: aec.DefaultDelay,
+		GuardMarginDB: aec.DefaultGuardMarginDB, NoiseGuardDB: aec.DefaultNoiseGuardDB, DriftComp: aec.DefaultDriftCompensation, WebRTCDelay: aec.DefaultDelay,
+		Uplink:     aecAuto,
 		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate(),
 		Duck: duckConfig{Enabled: defaultDuckEnabled, DepthDB: duck.DefaultDepthDB, HoldMS: int(duck.DefaultHold / time.Millisecond),
 			AttackMS: int(duck.DefaultAttack / time.Millisecond), ReleaseMS: int(duck.DefaultRelease / time.Millisecond)}}
@@ -112,6 +117,14 @@ func (c duplexConfig) validate() error {
 	}
 	if c.GuardMarginDB < 0 || c.GuardMarginDB > 60 {
 		errs.Add(p+"guard_margin_db", c.GuardMarginDB, "want 0..60", "0: the fixed double_talk_db")
+	}
+	if c.NoiseGuardDB < 0 || c.NoiseGuardDB > 40 {
+		errs.Add(p+"noise_guard_db", c.NoiseGuardDB, "want 0..40", "0: off")
+	}
+	if c.Uplink != aecAuto {
+		if err := (aec.Options{Kind: aec.KindWebRTC, Uplink: c.Uplink}).Validate(); err != nil {
+			errs.Add(p+"uplink", c.Uplink, "want auto, "+aec.UplinkCanceller+", "+aec.UplinkLinear+" or "+aec.UplinkLinearGated, "")
+		}
 	}
 	if c.DoubleTalkDB < 0 || c.DoubleTalkDB > 60 {
 		errs.Add(p+"double_talk_db", c.DoubleTalkDB, "want 0..60", "")
@@ -163,6 +176,23 @@ func (c duplexConfig) aecKind() string {
 	return c.AEC
 }
 
+// uplinkKind resolves auto to the measured default this binary can run
+// (aec.BestUplink).
+func (c duplexConfig) uplinkKind(kind string) string {
+	if c.Uplink == aecAuto {
+		return aec.BestUplink(kind)
+	}
+	return c.Uplink
+}
+
+// noiseGuard is SourceConfig.NoiseGuardDB for noise_guard_db (0: off).
+func (c duplexConfig) noiseGuard() float64 {
+	if c.NoiseGuardDB == 0 {
+		return -1
+	}
+	return c.NoiseGuardDB
+}
+
 // duplexMode describes what this binary does about echo, for version and
 // doctor.
 func duplexMode() string {
@@ -210,7 +240,8 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	if f := a.speaker.Format(); f.Channels != 1 {
 		return nil, fmt.Errorf("duplex: echo canceller needs a mono speaker stream, have %v", f)
 	}
-	c, err := aec.New(aec.Options{Kind: kind, Suppression: d.Suppression, NoiseSuppression: d.NoiseSuppression, Delay: d.WebRTCDelay})
+	up := d.uplinkKind(kind)
+	c, err := aec.New(aec.Options{Kind: kind, Suppression: d.Suppression, NoiseSuppression: d.NoiseSuppression, Delay: d.WebRTCDelay, Uplink: up})
 	if err != nil {
 		return nil, fmt.Errorf("duplex.aec %q: %w", kind, err)
 	}
@@ -221,11 +252,11 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	}
 	a.closers = append(a.closers, c.Close)
 	a.speaker = aec.NewTap(a.speaker, ref, a.clk)
-	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB, DriftCompensation: d.DriftComp})
+	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB, DriftCompensation: d.DriftComp, NoiseGuardDB: d.noiseGuard()})
 	a.mic = src
 	a.aecRef, a.aecSrc = ref, src
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
-		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB)
+		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB, "noise_guard_db", d.NoiseGuardDB, "uplink", up)
 	if d.Duck.Enabled {
 		// Above the tap: the reference is exactly what the device plays,
 		// ducked or not.

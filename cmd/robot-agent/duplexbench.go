@@ -33,7 +33,9 @@ reply. Without --far/--near, espeak-ng speech is generated (or the
 simulator's speech-like signal when espeak-ng is missing).
 
 Prints one row per canceller (--aec, side by side in the same run): ERLE in
-far-end-only stretches (first 2 s of echo and after), correlation with the
+far-end-only stretches (first 2 s of echo and after) of the uplink, and,
+with a linear uplink (:lin), of the canceller's output that the onset guard
+and the VAD judge ("guard ERLE"), correlation with the
 clean near end in double-talk, VAD frame precision/recall, onset delays,
 clipped first syllables, false barge-ins (utterances started without
 near-end speech), barge-ins detected within 300 ms, the delay estimate, and
@@ -57,13 +59,13 @@ Flags:
 `
 
 type duplexFlags struct {
-	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, webrtcDelay string
-	replies, gapMS, vadMode, seed, tailMS, marginMS                                                           int
-	bargeIn, vadCompare, ns, driftComp, speakerClock                                                          bool
-	vadNoises, vadSNRs, vadDetectors                                                                          string
-	vadSeeds, vadMinSpeech, vadIdle                                                                           int
-	ser, snr, farDB, dtDB, guardDB                                                                            float64
-	rc                                                                                                        room.Config
+	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, webrtcDelay, uplink string
+	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                   int
+	bargeIn, vadCompare, ns, driftComp, speakerClock                                                                  bool
+	vadNoises, vadSNRs, vadDetectors                                                                                  string
+	vadSeeds, vadMinSpeech, vadIdle                                                                                   int
+	ser, snr, farDB, dtDB, guardDB                                                                                    float64
+	rc                                                                                                                room.Config
 }
 
 // aecVariant is one --aec entry: a kind with optional ":"-separated
@@ -74,11 +76,16 @@ type aecVariant struct {
 	mgn   int
 	guard float64
 	dc    bool
+	nf    float64
 }
 
 func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 	parts := strings.Split(spec, ":")
-	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay}, mgn: f.marginMS, guard: f.guardDB, dc: f.driftComp}
+	up := f.uplink
+	if up == "auto" {
+		up = aec.BestUplink(parts[0])
+	}
+	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay, Uplink: up}, mgn: f.marginMS, guard: f.guardDB, dc: f.driftComp}
 	if !slices.Contains(aec.Kinds, parts[0]) {
 		return v, fmt.Errorf("--aec %q is not one of %v", parts[0], aec.Kinds)
 	}
@@ -100,10 +107,18 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 			v.opts.ShortFilter = true
 		case p == "ns":
 			v.opts.NoiseSuppression = true
+		case p == "canc":
+			v.opts.Uplink = aec.UplinkCanceller
+		case p == "lin":
+			v.opts.Uplink = aec.UplinkLinear
+		case p == "lingate":
+			v.opts.Uplink = aec.UplinkLinearGated
+		case strings.HasPrefix(p, "nf") && func() bool { _, err := fmt.Sscanf(p, "nf%g", &g); return err == nil }():
+			v.nf = g
 		case strings.HasPrefix(p, "m") && func() bool { _, err := fmt.Sscanf(p, "m%d", &ms); return err == nil }():
 			v.mgn = ms
 		default:
-			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>, g<guard margin dB>, dc, nodc)", spec, p)
+			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>, g<guard margin dB>, nf<noise guard dB>, canc, lin, lingate, dc, nodc)", spec, p)
 		}
 	}
 	return v, v.opts.Validate()
@@ -117,11 +132,12 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.far, "far", "", "far-end WAV (the robot's reply; any rate, mono or stereo)")
 	fs.StringVar(&f.near, "near", "", "near-end WAV (the user's phrase)")
 	fs.StringVar(&f.out, "out", "", "write the uplink (what the pump delivered, 16 kHz) to this WAV; with several --aec, NAME-<kind>.wav")
-	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off)")
+	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off, nf6 = noise guard margin in dB, nf-1 = off, canc/lin/lingate = the uplink (default: the agent's, --uplink): the canceller's output, a linear filter's, the guard and VAD judge the canceller's, lingate = that output only while the guard finds the user, the canceller's otherwise)")
 	fs.StringVar(&f.webrtcDelay, "webrtc-delay", aec.DefaultDelay, "webrtc delay handling: estimator (the agent's delay estimator only) or agnostic (plus the APM's delay-agnostic mode)")
 	fs.IntVar(&f.marginMS, "margin-ms", 0, "far-end lead over the estimated delay (0: the canceller's own, webrtc 48, speex 8)")
 	fs.Float64Var(&f.guardDB, "guard-margin-db", aec.DefaultGuardMarginDB, "onset guard: > 0: threshold = the canceller's measured echo reduction minus this (never below --double-talk-db); 0: fixed --double-talk-db")
 	fs.BoolVar(&f.driftComp, "drift-comp", aec.DefaultDriftCompensation, "estimate the speaker/mic clock offset from the echo and resample the far end to the mic's clock")
+	fs.StringVar(&f.uplink, "uplink", "auto", "what goes up: canceller, linear, linear-gated (a speex linear filter beside the canceller), auto = the agent's default for each canceller")
 	fs.BoolVar(&f.speakerClock, "speaker-clock", false, "the agent's clock is the speaker's (the far end is written at the speaker's pace, 80 ms ahead) rather than the mic's; needed for negative --drift-ppm over more than a minute or two")
 	fs.BoolVar(&f.ns, "ns", false, "turn on the canceller library's noise suppressor")
 	fs.StringVar(&f.suppression, "suppression", aec.DefaultSuppression, "webrtc residual echo suppression: low, moderate, high")
@@ -201,13 +217,13 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		src, float64(len(far))/duplex.FarRate, f.replies, float64(len(near))/duplex.NearRate, map[bool]string{true: " (barge-in every reply)", false: " (not used: far end only)"}[f.bargeIn],
 		f.rc.DelayMS, f.rc.EchoGainDB, f.rc.RT60, f.rc.SoftClip, f.rc.DriftPPM, f.noise, f.snr, f.ser, f.vadKind, f.mode)
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "aec\tERLE 0-2s\tERLE >2s\tnear corr (DT)\tVAD P/R\tonset p50/p95\tclipped\tfalse barge-ins\tbarge-in <=300ms\tdelay est (shifts)\tdrift comp\tguard\tchain delay\tCPU/core")
+	fmt.Fprintln(tw, "aec\tERLE 0-2s\tERLE >2s\tguard ERLE\tnear corr (DT)\tVAD P/R\tonset p50/p95\tclipped\tfalse barge-ins\tbarge-in <=300ms\tdelay est (shifts)\tdrift comp\tguard\tchain delay\tCPU/core")
 	code := 0
 	for _, k := range kinds {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
 			AEC:     k.opts,
-			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc},
+			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf},
 			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
 		if f.out != "" {
 			path := f.out
@@ -227,13 +243,22 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
 			return 1
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%d\t%s\t%v (%d)\t%s\t%.0f dB\t%v\t%.2f %%\n", k.name, db(r.ERLEFirst2s), db(r.ERLE), num(r.NearCorr),
-			num(r.Precision), num(r.Recall), onsets(r), r.Clipped, r.Phrases, r.FalseBargeIns,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s/%s\t%s\t%d/%d\t%s\t%s\t%v (%d)\t%s\t%.0f dB\t%v\t%.2f %%\n", k.name, db(r.ERLEFirst2s), db(r.ERLE), db(r.GuardERLE), num(r.NearCorr),
+			num(r.Precision), num(r.Recall), onsets(r), r.Clipped, r.Phrases, falseCol(r),
 			fmt.Sprintf("%d/%d", r.BargeInsIn300ms, r.Phrases), r.DelayEstimate.Round(time.Millisecond), r.DelayShifts, driftCol(k.dc, r.DriftPPM), r.GuardDB, r.ChainDelay,
 			100*r.CPUPerSecond.Seconds())
 	}
 	tw.Flush()
 	return code
+}
+
+// falseCol is the false barge-ins, with how many of them the echo cannot
+// have caused (the room noise alone started them).
+func falseCol(r duplex.Result) string {
+	if r.FalseNoEcho == 0 {
+		return fmt.Sprint(r.FalseBargeIns)
+	}
+	return fmt.Sprintf("%d (%d noise only)", r.FalseBargeIns, r.FalseNoEcho)
 }
 
 func driftCol(on bool, ppm float64) string {
