@@ -251,13 +251,25 @@ type linearFilter interface {
 // output decides (onset guard, VAD), the linear one's goes up. The linear
 // filter gets the far end defaultMarginMS before its echo rather than the
 // main canceller's lead, through a delay line, so its tail covers the room.
+// Its output is delayed by the main canceller's output delay
+// (outputDelayer), so that the two outputs line up sample for sample: the
+// gated uplink crossfades between them, and a crossfade between signals
+// 7 ms apart is a comb filter and a jump of the uplink's timing.
 type dual struct {
-	main  Canceller
-	lin   linearFilter
-	line  []int16 // far-end delay line: the last delay+FrameSamples samples
-	delay int
-	lout  []int16
-	gated bool
+	main   Canceller
+	lin    linearFilter
+	line   []int16 // far-end delay line: the last delay+FrameSamples samples
+	delay  int
+	oline  []int16 // linear output delay line: the last odelay+FrameSamples samples
+	odelay int
+	lout   []int16
+	gated  bool
+}
+
+// outputDelayer is implemented by cancellers whose output lags their input
+// (samples).
+type outputDelayer interface {
+	OutputDelay() int
 }
 
 func newDual(main Canceller, lin linearFilter, gated bool) *dual {
@@ -266,7 +278,12 @@ func newDual(main Canceller, lin linearFilter, gated bool) *dual {
 		lead = l.LeadMS()
 	}
 	delay := max(0, lead-defaultMarginMS) * Rate / 1000
-	return &dual{main: main, lin: lin, delay: delay, line: make([]int16, delay+FrameSamples), lout: make([]int16, FrameSamples), gated: gated}
+	odelay := 0
+	if o, ok := main.(outputDelayer); ok {
+		odelay = o.OutputDelay()
+	}
+	return &dual{main: main, lin: lin, delay: delay, line: make([]int16, delay+FrameSamples),
+		odelay: odelay, oline: make([]int16, odelay+FrameSamples), lout: make([]int16, FrameSamples), gated: gated}
 }
 
 func (d *dual) Kind() string { return d.main.Kind() }
@@ -274,10 +291,16 @@ func (d *dual) Kind() string { return d.main.Kind() }
 func (d *dual) Process(out, near, far []int16) {
 	copy(d.line, d.line[FrameSamples:])
 	copy(d.line[d.delay:], far[:FrameSamples])
+	copy(d.oline, d.oline[FrameSamples:])
 	// The linear filter first: out may be near.
-	d.lin.Process(d.lout, near, d.line[:FrameSamples])
+	d.lin.Process(d.oline[d.odelay:], near, d.line[:FrameSamples])
+	copy(d.lout, d.oline[:FrameSamples])
 	d.main.Process(out, near, far)
 }
+
+// OutputDelay implements outputDelayer (both outputs lag by the main
+// canceller's delay).
+func (d *dual) OutputDelay() int { return d.odelay }
 
 func (d *dual) Linear() []int16 { return d.lout }
 func (d *dual) Gated() bool     { return d.gated }
@@ -286,6 +309,7 @@ func (d *dual) Reset() {
 	d.main.Reset()
 	d.lin.Reset()
 	clear(d.line)
+	clear(d.oline)
 }
 
 func (d *dual) Close() error {

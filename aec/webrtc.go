@@ -24,6 +24,18 @@ type webrtcAEC struct {
 	level    C.int // configured suppression
 	dtLevel  C.int // in double talk (-1: unchanged)
 	inDouble bool
+	ns       bool
+}
+
+// OutputDelay implements outputDelayer: the APM's output lags its input by
+// 112 samples (7 ms: the AEC's suppressor works on overlapping blocks),
+// 208 with its noise suppressor (TestOutputDelayIsWhatTheCancellerDoes
+// measures both).
+func (w *webrtcAEC) OutputDelay() int {
+	if w.ns {
+		return 208
+	}
+	return 112
 }
 
 // webrtcLeadMS: how much earlier than its echo Source hands the far end to
@@ -47,7 +59,7 @@ func newWebRTC(o Options) (Canceller, error) {
 	if a == nil {
 		return nil, errors.New("aec: webrtc AudioProcessing::Create failed")
 	}
-	w := &webrtcAEC{a: a, level: C.int(suppressionLevel(o.Suppression)), dtLevel: -1}
+	w := &webrtcAEC{a: a, level: C.int(suppressionLevel(o.Suppression)), dtLevel: -1, ns: o.NoiseSuppression}
 	if o.DoubleTalkSuppression != "" {
 		w.dtLevel = C.int(suppressionLevel(o.DoubleTalkSuppression))
 	}
