@@ -4,7 +4,10 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -88,5 +91,73 @@ func TestFullSendQueueKeepsReading(t *testing.T) {
 		t.Logf("blocked sender returned: %v", err)
 	case <-time.After(10 * time.Second):
 		t.Fatal("a sender waiting for room in the queue still hangs 10 s after the robot left")
+	}
+}
+
+// lateLog fails the test for anything logged after closed is set.
+type lateLog struct {
+	t      *testing.T
+	closed atomic.Bool
+}
+
+func (w *lateLog) Write(p []byte) (int, error) {
+	if w.closed.Load() {
+		w.t.Errorf("logged after Close returned: %s", p)
+	}
+	return len(p), nil
+}
+
+// Close ends the sessions and waits for their goroutines: the write loop,
+// stuck in a write to a robot that reads nothing, fails when Close closes
+// the connection and logs that, before Close returns (an http.Server's
+// Shutdown does not wait for hijacked connections; the agent's embedded
+// gateway once logged into a finished run's buffer). A connection after
+// Close is refused.
+func TestCloseWaitsForSessionGoroutines(t *testing.T) {
+	w := &lateLog{t: t}
+	gw, err := New(Config{}, clock.NewReal(), metrics.NewRegistry(), slog.New(slog.NewTextHandler(w, nil)), Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gw)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	connect(t, srv)
+	ss, err := gw.NextSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		junk := make([]byte, 8192)
+		for ss.SendRaw(websocket.BinaryMessage, junk) == nil {
+		}
+	}()
+	for len(ss.out) < cap(ss.out) {
+		if ctx.Err() != nil {
+			t.Fatal("send queue never filled")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+	defer ccancel()
+	start := time.Now()
+	if err := gw.Close(cctx); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	w.closed.Store(true)
+	if el := time.Since(start); el > 2*time.Second {
+		t.Errorf("Close took %v", el)
+	}
+	time.Sleep(200 * time.Millisecond) // anything still running would log now
+	u := "ws" + strings.TrimPrefix(srv.URL, "http") + Path
+	h := http.Header{"Authorization": {"Bearer x"}, "X-Robot-Device-Id": {"late"}}
+	d := websocket.Dialer{Subprotocols: []string{protocol.Subprotocol}}
+	if c, _, err := d.Dial(u, h); err == nil {
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, _, err := c.ReadMessage(); err == nil {
+			t.Error("a robot connecting after Close got a message")
+		}
+		c.Close()
 	}
 }

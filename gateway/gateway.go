@@ -169,6 +169,13 @@ type Server struct {
 	micLat   []time.Duration
 	newSess  chan *Session
 	nextID   atomic.Uint64
+	// Lifecycle (Close): quit ends every session; wg counts the
+	// goroutines of sessions (serve, write loop, greetings, TTS streams),
+	// which log and send until they return; closed refuses new ones.
+	quit   context.Context
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	closed bool
 
 	m struct {
 		sessions, badFrames, badMessages, micFrames, videoFrames, controlMsgs *metrics.Counter
@@ -210,7 +217,66 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, h
 	s.m.ttsFrames = reg.Counter("robot_agent_gateway_tts_frames_total", "TTS binary frames sent.")
 	s.m.ttsChunks = reg.Counter("robot_agent_gateway_tts_chunks_total", "TTS chunks sent.")
 	s.m.micLatency = reg.Histogram("robot_agent_gateway_mic_latency_seconds", "Mic frame end (robot clock) to received by the gateway, in seconds; meaningful when robot and gateway share a clock (embedded gateway).", nil)
+	s.quit, s.stop = context.WithCancel(context.Background())
 	return s, nil
+}
+
+// track counts one more session goroutine, unless the server is closed.
+func (s *Server) track() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.wg.Add(1)
+	return true
+}
+
+// spawn runs f on a tracked goroutine; false (f not run) once the server
+// is closed.
+func (s *Server) spawn(f func()) bool {
+	if !s.track() {
+		return false
+	}
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// Close ends every session (their connections are closed) and waits until
+// all their goroutines have returned, so that nothing logs or sends after
+// it, or until ctx is done. New connections are refused from then on. An
+// http.Server's Shutdown does not do this: it does not track hijacked
+// (WebSocket) connections. Any goroutine; idempotent.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	var conns []*websocket.Conn
+	for _, ss := range s.sessions {
+		ss.mu.Lock()
+		if ss.conn != nil {
+			conns = append(conns, ss.conn)
+		}
+		ss.mu.Unlock()
+	}
+	s.mu.Unlock()
+	s.stop()
+	for _, c := range conns {
+		c.Close()
+	}
+	done := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("gateway: close: sessions still running: %w", ctx.Err())
+	}
 }
 
 // KeepPayloads makes Events retain media payloads (tests).
@@ -299,7 +365,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Warn("gateway: upgrade failed", "err", err)
 		return
 	}
-	s.serve(r.Context(), conn, dev)
+	if !s.track() {
+		conn.Close()
+		return
+	}
+	defer s.wg.Done()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(s.quit, func() { cancel(); conn.Close() })
+	defer stop()
+	s.serve(ctx, conn, dev)
 }
 
 func containsToken(list []string, t string) bool {
@@ -427,7 +502,11 @@ func (s *Server) serve(ctx context.Context, conn *websocket.Conn, dev string) {
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go ss.writeLoop(sctx, conn)
+	if !s.spawn(func() { ss.writeLoop(sctx, conn) }) {
+		// The server is closing (it closes conn): nothing will write,
+		// and the read loop below ends at once.
+		close(ss.writerGone)
+	}
 	if s.cfg.ServerVAD {
 		vad, err := newServerVAD(sctx, ss)
 		if err != nil {
@@ -660,7 +739,7 @@ func (ss *Session) onControl(m protocol.Message) {
 	case *protocol.GreetSignal:
 		s.log.Info("gateway: greet_signal", "session", ss.ID, "event", v.EventID, "uid", v.UID)
 		if !s.cfg.NoGreeting {
-			go ss.greet(v.UID)
+			s.spawn(func() { ss.greet(v.UID) })
 		}
 	case *protocol.FunctionCall:
 		s.log.Info("gateway: function_call", "session", ss.ID, "event", v.EventID, "call", v.FunctionCall)
@@ -779,7 +858,7 @@ func (ss *Session) respond(ctx context.Context, utt uint32, pcm16k []int16) {
 	ss.Send(&protocol.ASR{ResponseID: id, Text: fmt.Sprintf("(utterance %d, %d ms)", utt, ms), Final: true})
 	ss.Send(&protocol.Text{Meta: protocol.Meta{Type: protocol.TypeLLMDelta}, ResponseID: id, Text: fmt.Sprintf("Echoing %d ms of audio.", ms)})
 	ss.Send(&protocol.Text{Meta: protocol.Meta{Type: protocol.TypeLLMDone}, ResponseID: id})
-	go ss.streamTTS(rctx, id, pcm)
+	s.spawn(func() { ss.streamTTS(rctx, id, pcm) })
 }
 
 // greet answers a greet signal the way the gateway SDK's GreetResponse

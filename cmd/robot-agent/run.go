@@ -449,9 +449,12 @@ func (a *agent) startEmbeddedGateway() error {
 	a.gwURL = "ws://" + ln.Addr().String() + gateway.Path
 	go a.gwSrv.Serve(ln)
 	a.closers = append(a.closers, func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
-		return a.gwSrv.Shutdown(ctx)
+		// Shutdown stops the listener; the WebSocket sessions it does not
+		// track end in gw.Close, which waits for their goroutines, so none
+		// logs after run returns.
+		return errors.Join(a.gwSrv.Shutdown(ctx), gw.Close(ctx))
 	})
 	a.log.Info("embedded gateway listening", "url", a.gwURL)
 	return nil
