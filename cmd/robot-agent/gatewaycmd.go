@@ -133,7 +133,15 @@ func cmdGateway(args []string, stdout, stderr io.Writer) int {
 			"addr", bound.String(), "tls", tlsCfg != nil, "token", cfg.Token != "")
 	}
 	fmt.Fprintln(stdout, u)
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	err = srv.Serve(ln)
+	// The sessions (hijacked connections Shutdown does not track) end
+	// here, after any go_away, before the command returns.
+	cctx, ccancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer ccancel()
+	if cerr := gw.Close(cctx); cerr != nil {
+		log.Warn("gateway: sessions did not end in time", "err", cerr)
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return reportFailure(stderr, networkFailure(fmt.Errorf("gateway: %w", err), "see the log above"))
 	}
 	return exitOK
