@@ -423,7 +423,6 @@ func (s *Source) Read(dst []int16) (int, error) {
 			s.erleDB -= medianStepDB
 		}
 	}
-	linUser := s.linearUser(n, farNow, eMic, eLin)
 	thr := s.dtRatio
 	// With drift compensation the adaptive threshold waits for the clock
 	// offset to be found: before that (or if it is never found) the
@@ -435,6 +434,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	s.guardRatio.Store(math.Float64bits(thr))
 	echo := s.farHang > 0 && eMic > thr*eOut
 	disturbed := s.disturbance(n, eFar, farNow, echo)
+	linUser := s.linearUser(n, farNow, eMic, eLin)
 	// The output's noise floor, tracked while the far end is silent (what
 	// the VAD hears between the robot's replies): a 10th-percentile
 	// tracker in dB, down 0.18 dB and up 0.02 dB per read (9 and 1 dB/s
@@ -500,7 +500,8 @@ func (s *Source) Read(dst []int16) (int, error) {
 // linearUser updates the running median of the linear filter's reduction
 // (LinearGuardDB) and reports whether this read of n samples holds
 // something the linear filter cannot remove: its reduction is more than
-// LinearGuardDB below the median and its output more than NoiseGuardDB
+// LinearGuardDB below the median, its output more than LinearGuardDB above
+// the typical residual of the recent echo peak and more than NoiseGuardDB
 // above the output's noise floor. Before the median exists: false.
 func (s *Source) linearUser(n int, farNow bool, eMic, eLin float64) bool {
 	if s.lin == nil || s.cfg.LinearGuardDB <= 0 || s.farHang == 0 || eMic <= 0 {
@@ -520,7 +521,15 @@ func (s *Source) linearUser(n int, farNow bool, eMic, eLin float64) bool {
 			s.linDB -= medianStepDB
 		}
 	}
-	if !s.haveLinMedian || (s.drift != nil && !s.driftLocked) || r >= s.linDB-s.cfg.LinearGuardDB {
+	if !s.haveLinMedian || (s.drift != nil && !s.driftLocked) || r >= s.linDB-s.cfg.LinearGuardDB || s.erl == 0 {
+		return false
+	}
+	// The linear output must also exceed, by the margin, the residual the
+	// linear filter typically leaves of the loudest recent echo (the
+	// learned echo path applied to the far end's decaying peak): a read
+	// in a pause of the reply has little echo to reduce, so its reduction
+	// alone falls below the median without the user.
+	if eLin <= math.Pow(10, (s.cfg.LinearGuardDB-s.linDB)/10)*s.erl*s.farPeak*float64(n) {
 		return false
 	}
 	linLevel := 10*math.Log10(eLin/float64(n)+1e-3) - fullScaleDB
