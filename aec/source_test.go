@@ -55,7 +55,7 @@ func testTapAndSourceDoNotAllocate(t *testing.T, o Options, dc bool) {
 			t.Fatal(err)
 		}
 		tap := NewTap(nullSpk{}, ref, clk)
-		src := NewSource(fakeMic{clk}, ref, c, clk, SourceConfig{DriftCompensation: dc})
+		src := NewSource(fakeMic{clk}, ref, c, clk, SourceConfig{DriftCompensation: dc, GuardMarginDB: 10, LinearGuardDB: 10})
 		if dc {
 			src.ratio = 1 - 100e-6 // the fractional reader runs
 		}
@@ -530,5 +530,74 @@ func TestDisturbanceGuardAfterReanchoring(t *testing.T) {
 	}
 	if held < disturbGuard/20-2 || held > disturbGuard/20 {
 		t.Errorf("without recovery the guard held %d ms, want about %d", held*20, disturbGuard)
+	}
+}
+
+// gainFilter is a linear filter that passes the mic scaled by gain.
+type gainFilter struct{ gain float64 }
+
+func (g *gainFilter) Process(out, near, _ []int16) {
+	for i, v := range near {
+		out[i] = int16(float64(v) * g.gain)
+	}
+}
+func (g *gainFilter) Reset()       {}
+func (g *gainFilter) Close() error { return nil }
+
+// The linear guard (LinearGuardDB): the main canceller's suppressor
+// outputs digital silence while the robot speaks, the user's onset too;
+// the linear filter, which removes 20 dB of echo and little of the user,
+// shows it. With the guard the read is the user's and the decision frame
+// the linear output; without it, echo and silence. The linear output
+// dropping only to the room's noise (a pause of the echo) stays echo.
+func TestLinearGuardFindsWhatTheSuppressorHides(t *testing.T) {
+	for _, lg := range []float64{0, 10} {
+		clk := clock.NewFake()
+		ref, _ := NewReference(clk, 24000)
+		main, lin := &scaler{gain: 1}, &gainFilter{gain: 1}
+		d := newDual(main, lin, true)
+		tap := NewTap(nullSpk{}, ref, clk)
+		mic := &levelMic{clk: clk, rng: rand.New(rand.NewPCG(7, 8)), amp: 300}
+		s := NewSource(mic, ref, d, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10, LinearGuardDB: lg})
+		rng := rand.New(rand.NewPCG(9, 10))
+		silent, blk, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
+		read := func(far []int16, amp int, mainDB, linDB float64) {
+			mic.amp = amp
+			main.gain, lin.gain = 0, math.Pow(10, linDB/20)
+			if mainDB > -100 {
+				main.gain = math.Pow(10, mainDB/20)
+			}
+			for i := range blk {
+				blk[i] = int16(rng.IntN(8000) - 4000)
+			}
+			tap.Write(far)
+			s.Read(frame)
+		}
+		for range 100 { // the robot is silent: the noise floor
+			read(silent, 300, 0, 0)
+		}
+		for range 300 { // the robot speaks: 40 dB removed, then silence
+			read(blk, 10000, -40, -20)
+		}
+		for range 20 {
+			read(blk, 10000, -200, -20)
+		}
+		if !s.EchoDominated() {
+			t.Fatalf("linear guard %v: the suppressed echo is not echo-dominated", lg)
+		}
+		read(blk, 300, -200, -1) // a pause: the linear output is the noise
+		if !s.EchoDominated() {
+			t.Errorf("linear guard %v: the room noise in a pause counts as the user", lg)
+		}
+		read(blk, 10000, -200, -2) // the user: 2 dB removed by the linear filter
+		dec := s.DecisionFrame()
+		heard := energy(dec) > 0
+		if want := lg > 0; s.EchoDominated() == want || heard != want {
+			t.Errorf("linear guard %v: the user under the suppressor: echo-dominated %v, decision frame non-silent %v; want %v, %v",
+				lg, s.EchoDominated(), heard, !want, want)
+		}
+		if lg > 0 && s.LinearGuarded() != 1 {
+			t.Errorf("linear guard %v: LinearGuarded %d, want 1", lg, s.LinearGuarded())
+		}
 	}
 }
