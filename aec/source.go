@@ -168,13 +168,11 @@ type Source struct {
 	frames           atomic.Int64
 	shifts           atomic.Int64
 	echoOnly         atomic.Bool
-	farHang          int     // samples the far end still counts as playing (echo tail, suppressor release)
-	farSince         int     // samples since the far end started playing after a pause
-	erl              float64 // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
-	erleDB           float64 // running median of the echo reduction (dB) on reads with the far end playing
-	haveMedian       bool
-	linDB            float64 // LinearGuardDB: running median of the linear filter's reduction (dB) on reads with the far end playing
-	haveLinMedian    bool
+	farHang          int        // samples the far end still counts as playing (echo tail, suppressor release)
+	farSince         int        // samples since the far end started playing after a pause
+	erl              float64    // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
+	erle             stepMedian // the canceller's echo reduction (dB) on reads with the far end playing
+	linRed           stepMedian // LinearGuardDB: the linear filter's reduction (dB) on the same reads
 	linUsed          atomic.Int64
 	dt               doubleTalker // the canceller, if it adapts to double talk
 	lin              linearOuter  // the canceller, if its uplink is a linear filter's output (Options.Uplink)
@@ -410,26 +408,15 @@ func (s *Source) Read(dst []int16) (int, error) {
 	// suppressor's digital silence does not drag it up as it would a mean.
 	farNow := eFar > farActive*farActive*float64(n)
 	if farNow && s.echoReads >= convergedReads {
-		r := maxReductionDB
-		if eOut > 0 {
-			r = min(10*math.Log10(eMic/eOut), maxReductionDB)
-		}
-		switch {
-		case !s.haveMedian:
-			s.erleDB, s.haveMedian = r, true
-		case r > s.erleDB:
-			s.erleDB += medianStepDB
-		case r < s.erleDB:
-			s.erleDB -= medianStepDB
-		}
+		s.erle.push(reductionDB(eMic, eOut))
 	}
 	thr := s.dtRatio
 	// With drift compensation the adaptive threshold waits for the clock
 	// offset to be found: before that (or if it is never found) the
 	// canceller's residual may be the unsteady one of a drifting path,
 	// for which the fixed threshold is the safe one.
-	if s.cfg.GuardMarginDB > 0 && s.haveMedian && (s.drift == nil || s.driftLocked) {
-		thr = max(thr, math.Pow(10, (s.erleDB-s.cfg.GuardMarginDB)/10))
+	if s.cfg.GuardMarginDB > 0 && s.erle.ok && (s.drift == nil || s.driftLocked) {
+		thr = max(thr, math.Pow(10, (s.erle.v-s.cfg.GuardMarginDB)/10))
 	}
 	s.guardRatio.Store(math.Float64bits(thr))
 	echo := s.farHang > 0 && eMic > thr*eOut
@@ -507,21 +494,11 @@ func (s *Source) linearUser(n int, farNow bool, eMic, eLin float64) bool {
 	if s.lin == nil || s.cfg.LinearGuardDB <= 0 || s.farHang == 0 || eMic <= 0 {
 		return false
 	}
-	r := maxReductionDB
-	if eLin > 0 {
-		r = min(10*math.Log10(eMic/eLin), maxReductionDB)
-	}
+	r := reductionDB(eMic, eLin)
 	if farNow && s.echoReads >= convergedReads {
-		switch {
-		case !s.haveLinMedian:
-			s.linDB, s.haveLinMedian = r, true
-		case r > s.linDB:
-			s.linDB += medianStepDB
-		case r < s.linDB:
-			s.linDB -= medianStepDB
-		}
+		s.linRed.push(r)
 	}
-	if !s.haveLinMedian || (s.drift != nil && !s.driftLocked) || r >= s.linDB-s.cfg.LinearGuardDB || s.erl == 0 {
+	if !s.linRed.ok || (s.drift != nil && !s.driftLocked) || r >= s.linRed.v-s.cfg.LinearGuardDB || s.erl == 0 {
 		return false
 	}
 	// The linear output must also exceed the residual the linear filter
@@ -531,7 +508,7 @@ func (s *Source) linearUser(n int, farNow bool, eMic, eLin float64) bool {
 	// the median without the user (measured: 92 false barge-ins in 30
 	// replies without this test; with the margin added to it, no user
 	// found at all).
-	if eLin <= math.Pow(10, -s.linDB/10)*s.erl*s.farPeak*float64(n) {
+	if eLin <= math.Pow(10, -s.linRed.v/10)*s.erl*s.farPeak*float64(n) {
 		return false
 	}
 	linLevel := 10*math.Log10(eLin/float64(n)+1e-3) - fullScaleDB
@@ -671,6 +648,33 @@ const (
 	maxReductionDB = 60.0
 	medianStepDB   = 0.2
 )
+
+// reductionDB is one read's reduction, mic energy over output energy in
+// dB, capped at maxReductionDB (a suppressor may output digital silence).
+func reductionDB(eMic, eOut float64) float64 {
+	if eOut <= 0 {
+		return maxReductionDB
+	}
+	return min(10*math.Log10(eMic/eOut), maxReductionDB)
+}
+
+// stepMedian is a running median in dB: it starts at the first value and
+// then moves medianStepDB towards each new one.
+type stepMedian struct {
+	v  float64
+	ok bool // v holds a value
+}
+
+func (m *stepMedian) push(r float64) {
+	switch {
+	case !m.ok:
+		m.v, m.ok = r, true
+	case r > m.v:
+		m.v += medianStepDB
+	case r < m.v:
+		m.v -= medianStepDB
+	}
+}
 
 // The output noise floor tracker's steps per 20 ms read (dB), and full
 // scale in dB of per-sample energy (20·log10(32768)).
