@@ -42,6 +42,11 @@ import (
 // Path is the endpoint robots connect to.
 const Path = "/v1/robot"
 
+// dedupWindow is how many robot event ids the gateway remembers to drop
+// re-sent duplicates (§5.3); a robot re-sends at most its unsettled queue
+// (10 000 by default) after a reconnect.
+const dedupWindow = 16384
+
 // TTS encodings the gateway can use downlink.
 const (
 	TTSBinary = "binary"
@@ -147,7 +152,12 @@ type Hooks struct {
 	// negotiated Opus).
 	OnMic   func(s *Session, h protocol.Header, pcm []byte)
 	OnVideo func(s *Session, h protocol.Header, payload []byte)
-	OnMsg   func(s *Session, m protocol.Message)
+	// OnMsg gets each control message the gateway's application acts
+	// on: a re-sent duplicate (same event_id) is not handed over again.
+	OnMsg func(s *Session, m protocol.Message)
+	// OnDuplicate, if set, gets each robot message dropped as a
+	// duplicate of one already handed over (it has been acked again).
+	OnDuplicate func(s *Session, m protocol.Message)
 	// BeforeAck, if set, decides whether a robot control message is acked
 	// (tests use it to leave messages unacknowledged).
 	BeforeAck func(s *Session, m protocol.Message) bool
@@ -169,6 +179,7 @@ type Server struct {
 	micLat   []time.Duration
 	newSess  chan *Session
 	nextID   atomic.Uint64
+	seen     *seenIDs // robot event ids already handed to the application
 	// Lifecycle (Close): quit ends every session; wg counts the
 	// goroutines of sessions (serve, write loop, greetings, TTS streams),
 	// which log and send until they return; closed refuses new ones.
@@ -180,6 +191,7 @@ type Server struct {
 	m struct {
 		sessions, badFrames, badMessages, micFrames, videoFrames, controlMsgs *metrics.Counter
 		utterances, responses, interrupts, ttsChunks, authFailures            *metrics.Counter
+		duplicates                                                            *metrics.Counter
 		micLatency                                                            *metrics.Histogram
 		micBytes, ttsBytes, ttsFrames                                         *metrics.Counter
 	}
@@ -196,6 +208,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, h
 		cfg: cfg, clk: clk, log: log, hooks: hooks,
 		sessions: make(map[string]*Session),
 		newSess:  make(chan *Session, 16),
+		seen:     newSeenIDs(dedupWindow),
 		upgrader: websocket.Upgrader{
 			Subprotocols:    []string{protocol.Subprotocol},
 			ReadBufferSize:  16 << 10,
@@ -209,6 +222,7 @@ func New(cfg Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger, h
 	s.m.micFrames = reg.Counter("robot_agent_gateway_mic_frames_total", "Mic frames received.")
 	s.m.videoFrames = reg.Counter("robot_agent_gateway_video_frames_total", "Video frames received.")
 	s.m.controlMsgs = reg.Counter("robot_agent_gateway_control_messages_total", "Control messages received.")
+	s.m.duplicates = reg.Counter("robot_agent_gateway_duplicate_events_total", "Robot control messages re-sent with an event_id already handed to the application: acked again, not acted on.")
 	s.m.utterances = reg.Counter("robot_agent_gateway_utterances_total", "Utterances completed (end flag received).")
 	s.m.responses = reg.Counter("robot_agent_gateway_responses_total", "TTS responses started.")
 	s.m.interrupts = reg.Counter("robot_agent_gateway_interrupts_total", "Interrupts sent (barge-in).")
@@ -730,6 +744,16 @@ func (ss *Session) onControl(m protocol.Message) {
 	if _, isAck := m.(*protocol.Ack); ack && !isAck && env.EventID != "" {
 		data, _ := protocol.Marshal(&protocol.Ack{Meta: protocol.Meta{Type: protocol.TypeAck, EventID: env.EventID}})
 		ss.SendRaw(websocket.TextMessage, data)
+	}
+	if _, isAck := m.(*protocol.Ack); !isAck && env.EventID != "" && !s.seen.first(env.EventID) {
+		// §5.3: a duplicate is acked again but not handed to the
+		// application a second time.
+		s.m.duplicates.Inc()
+		s.log.Debug("gateway: duplicate robot event, acked again", "session", ss.ID, "event", env.EventID, "type", env.Type)
+		if s.hooks.OnDuplicate != nil {
+			s.hooks.OnDuplicate(ss, m)
+		}
+		return
 	}
 	switch v := m.(type) {
 	case *protocol.State:

@@ -209,6 +209,13 @@ func (g *accGateway) serve(ln net.Listener) {
 	var gw *gateway.Server
 	hooks := gateway.Hooks{
 		BeforeAck: func(s *gateway.Session, m protocol.Message) bool { return !g.withhold.Load() },
+		// The gateway hands a re-sent event to its application once; the
+		// ledger counts every copy on the wire.
+		OnDuplicate: func(s *gateway.Session, m protocol.Message) {
+			if id := m.Envelope().EventID; id != "" {
+				g.ledger.receive(id)
+			}
+		},
 		OnMsg: func(s *gateway.Session, m protocol.Message) {
 			switch v := m.(type) {
 			case *protocol.Ack:
