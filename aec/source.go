@@ -69,6 +69,11 @@ type SourceConfig struct {
 	LinearGuardDB float64
 }
 
+// DefaultLinearGuardDB is the agent's measured default for
+// SourceConfig.LinearGuardDB (docs/benchmarks.md, "Linear guard"); the
+// zero SourceConfig leaves the guard off.
+const DefaultLinearGuardDB = 10.0
+
 // DefaultNoiseGuardDB is the measured default (docs/audio.md): half the
 // energy VAD's 12 dB start margin, so a read the VAD would take for speech
 // over the noise is not held back by it (3 dB measured the same).
@@ -174,6 +179,7 @@ type Source struct {
 	erle             stepMedian // the canceller's echo reduction (dB) on reads with the far end playing
 	linRed           stepMedian // LinearGuardDB: the linear filter's reduction (dB) on the same reads
 	linUsed          atomic.Int64
+	linHeard         atomic.Int64 // reads the guards found the user in whose linear output the VAD judged
 	dt               doubleTalker // the canceller, if it adapts to double talk
 	lin              linearOuter  // the canceller, if its uplink is a linear filter's output (Options.Uplink)
 	dec              []int16      // with lin: the canceller's output of the last Read (DecisionFrame)
@@ -197,6 +203,10 @@ type Source struct {
 	disturbed, recovered  int
 	farPeak               float64
 	guarded               atomic.Int64
+	// Mic saturation: samples the saturation hold still covers, and the
+	// reads it called echo that the other tests let through.
+	satHold        int
+	saturatedReads atomic.Int64
 }
 
 // capturedEnder is an optional capability of a source: the clock.Mono time
@@ -331,6 +341,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		copy(s.dec[n/FrameSamples*FrameSamples:n], dst[n/FrameSamples*FrameSamples:n]) // an uncancelled remainder
 	}
 	var eMic, eOut, eFar, eLin float64
+	clippedEnd := -1 // end of the last mic frame of this read that clipped
 	for off := 0; off+FrameSamples <= n; off += FrameSamples {
 		near := dst[off : off+FrameSamples]
 		if s.est != nil {
@@ -360,6 +371,9 @@ func (s *Source) Read(dst []int16) (int, error) {
 			s.drift.push(s.far, near, float64(s.next-int64(s.bulk))+s.frac, s.ratio, hint)
 		} else {
 			s.ref.readAt(s.far, s.next-int64(s.bulk))
+		}
+		if saturated(near) {
+			clippedEnd = off + FrameSamples
 		}
 		eMic += energy(near)
 		eFar += energy(s.far)
@@ -421,7 +435,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	s.guardRatio.Store(math.Float64bits(thr))
 	echo := s.farHang > 0 && eMic > thr*eOut
 	disturbed := s.disturbance(n, eFar, farNow, echo)
-	linUser := s.linearUser(n, farNow, eMic, eLin)
+	linUser, linAudible := s.linearUser(n, farNow, eMic, eLin)
 	// The output's noise floor, tracked while the far end is silent (what
 	// the VAD hears between the robot's replies): a 10th-percentile
 	// tracker in dB, down 0.18 dB and up 0.02 dB per read (9 and 1 dB/s
@@ -467,6 +481,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		fr := n / FrameSamples * FrameSamples
 		copy(s.dec[:fr], dst[:fr])
 		s.linUsed.Add(1)
+		linAudible = false // done
 	}
 	if !echo && s.farHang > 0 && s.farSince <= onsetGuard*Rate/1000 && s.erl > 0 && eMic < 4*s.erl*eFar {
 		echo = true
@@ -477,6 +492,29 @@ func (s *Source) Read(dst []int16) (int, error) {
 		echo = true
 		s.guarded.Add(1)
 	}
+	if clippedEnd >= 0 {
+		// The hold runs from the end of the last clipped frame.
+		s.satHold = saturatedHoldMS*Rate/1000 + n - clippedEnd + n
+	}
+	if s.satHold > 0 {
+		// The mic clipped: a saturated capture is an echo the canceller
+		// cannot model (the clipping is not in its linear echo path), so
+		// what it leaves of it is no evidence of the user. While the far
+		// end plays, such a read and saturatedHoldMS after it are echo.
+		if !echo && s.farHang > 0 {
+			echo = true
+			s.saturatedReads.Add(1)
+		}
+		s.satHold = max(s.satHold-n, 0)
+	}
+	if linAudible && !echo && !noiseOnly && s.farHang > 0 {
+		// The guards found the user, and the linear output holds more
+		// than the filter leaves of the echo: the VAD hears the linear
+		// output, not what the suppressor left of the user.
+		fr := n / FrameSamples * FrameSamples
+		copy(s.dec[:fr], dst[:fr])
+		s.linHeard.Add(1)
+	}
 	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && (echo || noiseOnly))
 	if s.lin != nil && s.lin.Gated() {
 		s.gate(dst[:n/FrameSamples*FrameSamples], s.farHang > 0, !(echo || noiseOnly))
@@ -486,20 +524,22 @@ func (s *Source) Read(dst []int16) (int, error) {
 
 // linearUser updates the running median of the linear filter's reduction
 // (LinearGuardDB) and reports whether this read of n samples holds
-// something the linear filter cannot remove: its reduction is more than
-// LinearGuardDB below the median, its output above the typical residual
-// of the recent echo peak and more than NoiseGuardDB
-// above the output's noise floor. Before the median exists: false.
-func (s *Source) linearUser(n int, farNow bool, eMic, eLin float64) bool {
+// something the linear filter cannot remove (user): its reduction is more
+// than LinearGuardDB below the median, its output above the typical
+// residual of the recent echo peak and more than NoiseGuardDB above the
+// output's noise floor; audible is the last two tests alone (the linear
+// output holds more than echo residual and noise, worth the VAD's ear when
+// the other guards find the user). Before the median exists: false.
+func (s *Source) linearUser(n int, farNow bool, eMic, eLin float64) (user, audible bool) {
 	if s.lin == nil || s.cfg.LinearGuardDB <= 0 || s.farHang == 0 || eMic <= 0 {
-		return false
+		return false, false
 	}
 	r := reductionDB(eMic, eLin)
 	if farNow && s.echoReads >= convergedReads {
 		s.linRed.push(r)
 	}
-	if !s.linRed.ok || (s.drift != nil && !s.driftLocked) || r >= s.linRed.v-s.cfg.LinearGuardDB || s.erl == 0 {
-		return false
+	if !s.linRed.ok || (s.drift != nil && !s.driftLocked) || s.erl == 0 {
+		return false, false
 	}
 	// The linear output must also exceed the residual the linear filter
 	// typically leaves of the loudest recent echo (the learned echo path
@@ -509,10 +549,11 @@ func (s *Source) linearUser(n int, farNow bool, eMic, eLin float64) bool {
 	// replies without this test; with the margin added to it, no user
 	// found at all).
 	if eLin <= math.Pow(10, -s.linRed.v/10)*s.erl*s.farPeak*float64(n) {
-		return false
+		return false, false
 	}
 	linLevel := 10*math.Log10(eLin/float64(n)+1e-3) - fullScaleDB
-	return s.haveNoise && linLevel >= s.noiseDB+max(s.cfg.NoiseGuardDB, 0)
+	audible = s.haveNoise && linLevel >= s.noiseDB+max(s.cfg.NoiseGuardDB, 0)
+	return audible && r < s.linRed.v-s.cfg.LinearGuardDB, audible
 }
 
 // LinearGuarded counts reads the linear guard (LinearGuardDB) found the
@@ -657,6 +698,30 @@ func reductionDB(eMic, eOut float64) float64 {
 	}
 	return min(10*math.Log10(eMic/eOut), maxReductionDB)
 }
+
+// saturationLevel is the sample magnitude from which a mic frame counts
+// as clipped (full scale less about 0.1 dB: converters and the sim clamp
+// at ±32767, and a limiter in a USB mic stops just short of it).
+const saturationLevel = 32400
+
+// saturatedHoldMS: how long after a clipped mic frame reads with the far
+// end playing count as echo (the canceller's filter, fed the clipped
+// frame, leaves a burst of residual for a few reads after it).
+const saturatedHoldMS = 100
+
+// saturated reports whether any sample of a mic frame is at full scale.
+func saturated(f []int16) bool {
+	for _, v := range f {
+		if v >= saturationLevel || v <= -saturationLevel {
+			return true
+		}
+	}
+	return false
+}
+
+// Saturated counts reads the mic's clipping made count as echo that the
+// other tests would have let through as the user. Any goroutine.
+func (s *Source) Saturated() int64 { return s.saturatedReads.Load() }
 
 // stepMedian is a running median in dB: it starts at the first value and
 // then moves medianStepDB towards each new one.

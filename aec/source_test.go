@@ -244,9 +244,10 @@ func TestSourceSignalsDoubleTalk(t *testing.T) {
 // levelMic captures uniform noise at amplitude amp (the room noise, or
 // louder: the user).
 type levelMic struct {
-	clk *clock.Fake
-	rng *rand.Rand
-	amp int
+	clk  *clock.Fake
+	rng  *rand.Rand
+	amp  int
+	clip bool // a sample at full scale in every 10 ms frame (the converter saturates)
 }
 
 func (m *levelMic) Format() hw.AudioFormat { return hw.MicFormat }
@@ -255,8 +256,67 @@ func (m *levelMic) Read(dst []int16) (int, error) {
 	m.clk.Advance(time.Duration(len(dst)) * time.Second / Rate)
 	for i := range dst {
 		dst[i] = int16(m.rng.IntN(2*m.amp+1) - m.amp)
+		if m.clip && i%FrameSamples == 7 {
+			dst[i] = 32767
+		}
 	}
 	return len(dst), nil
+}
+
+// The saturation guard: a mic read that clipped while the robot speaks is
+// an echo the canceller cannot model, so what it leaves of it counts as
+// echo for saturatedHoldMS; after that the user passes again, and a
+// clipped read with the robot silent (the user shouting) is never held.
+func TestSaturatedMicIsEcho(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	c := &scaler{gain: 1}
+	tap := NewTap(nullSpk{}, ref, clk)
+	mic := &levelMic{clk: clk, rng: rand.New(rand.NewPCG(3, 4)), amp: 2000}
+	s := NewSource(mic, ref, c, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10})
+	rng := rand.New(rand.NewPCG(5, 6))
+	silent, blk, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
+	read := func(far []int16, gainDB float64) {
+		c.gain = math.Pow(10, gainDB/20)
+		for i := range blk {
+			blk[i] = int16(rng.IntN(8000) - 4000)
+		}
+		tap.Write(far)
+		s.Read(frame)
+	}
+	for range 100 {
+		read(silent, 0)
+	}
+	for range 300 { // the robot speaks; the canceller removes 30 dB
+		read(blk, -30)
+	}
+	mic.amp, mic.clip = 20000, true // loud echo, clipped: only 5 dB removed
+	read(blk, -5)
+	if !s.EchoDominated() || s.Saturated() != 1 {
+		t.Fatalf("clipped read with the robot speaking: echo-dominated %v, saturated reads %d; want true, 1", s.EchoDominated(), s.Saturated())
+	}
+	mic.clip = false
+	for i := 0; i < saturatedHoldMS/20; i++ {
+		read(blk, -5) // the burst of residual after it
+		if !s.EchoDominated() {
+			t.Fatalf("read %d after the clipped one (within %d ms) is not echo-dominated", i+1, saturatedHoldMS)
+		}
+	}
+	read(blk, -5) // the hold is over: 5 dB removed of a loud mic is the user
+	if s.EchoDominated() {
+		t.Errorf("%d ms after the last clipped read the user is still held", saturatedHoldMS+20)
+	}
+	for range 100 { // the robot falls silent, its echo dies away
+		read(silent, -5)
+	}
+	held := s.Saturated()
+	mic.clip = true // the user shouting into a clipping mic
+	for range 10 {
+		read(silent, -5)
+	}
+	if s.EchoDominated() || s.Saturated() != held {
+		t.Errorf("robot silent: echo-dominated %v, saturated reads %d more; want false, none", s.EchoDominated(), s.Saturated()-held)
+	}
 }
 
 // The noise guard: while the far end plays, a read whose output the room's
@@ -598,6 +658,53 @@ func TestLinearGuardFindsWhatTheSuppressorHides(t *testing.T) {
 		}
 		if lg > 0 && s.LinearGuarded() != 1 {
 			t.Errorf("linear guard %v: LinearGuarded %d, want 1", lg, s.LinearGuarded())
+		}
+	}
+}
+
+// When the guards find the user over the far end but the main canceller's
+// suppressor took most of the user's level away, the VAD hears the linear
+// output (the user as the linear filter leaves them) instead: with the
+// linear guard on, DecisionFrame is the linear output on such a read; off,
+// the canceller's.
+func TestLinearOutputHeardWhenTheGuardFindsTheUser(t *testing.T) {
+	for _, lg := range []float64{0, 10} {
+		clk := clock.NewFake()
+		ref, _ := NewReference(clk, 24000)
+		main, lin := &scaler{gain: 1}, &gainFilter{gain: 1}
+		d := newDual(main, lin, true)
+		tap := NewTap(nullSpk{}, ref, clk)
+		mic := &levelMic{clk: clk, rng: rand.New(rand.NewPCG(7, 8)), amp: 300}
+		s := NewSource(mic, ref, d, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10, LinearGuardDB: lg})
+		rng := rand.New(rand.NewPCG(9, 10))
+		silent, blk, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
+		read := func(far []int16, amp int, mainDB, linDB float64) {
+			mic.amp = amp
+			main.gain, lin.gain = math.Pow(10, mainDB/20), math.Pow(10, linDB/20)
+			for i := range blk {
+				blk[i] = int16(rng.IntN(8000) - 4000)
+			}
+			tap.Write(far)
+			s.Read(frame)
+		}
+		for range 100 {
+			read(silent, 300, 0, 0)
+		}
+		for range 300 { // the robot speaks: 40 dB removed, 20 by the linear filter
+			read(blk, 10000, -40, -20)
+		}
+		read(blk, 10000, -20, -3) // the user: the suppressor removes 20 dB of them, the linear filter 3
+		if s.EchoDominated() {
+			t.Fatalf("linear guard %v: 20 dB removed against a typical 40 is not the user", lg)
+		}
+		dec := s.DecisionFrame()
+		got := 10*math.Log10(energy(dec)/float64(len(dec))) - 10*math.Log10(10000*10000/3.0) // against the mic
+		want := -20.0
+		if lg > 0 {
+			want = -3
+		}
+		if math.Abs(got-want) > 1.5 {
+			t.Errorf("linear guard %v: decision frame %.1f dB against the mic, want %.0f (the %s output)", lg, got, want, map[bool]string{true: "linear", false: "canceller's"}[lg > 0])
 		}
 	}
 }

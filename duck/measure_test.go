@@ -163,7 +163,7 @@ func runScene(t *testing.T, sc *scene, depthDB float64) *uplink {
 	src := &micSrc{sc: sc, clk: clk, out: out, dev: dev, path: path, buf: make([]int16, farFrame)}
 	// The agent's defaults (duplex config): drift compensation and the
 	// adaptive guard; the noise guard defaults in SourceConfig.
-	asrc := aec.NewSource(src, ref, canc, clk, aec.SourceConfig{DriftCompensation: aec.DefaultDriftCompensation, GuardMarginDB: aec.DefaultGuardMarginDB})
+	asrc := aec.NewSource(src, ref, canc, clk, aec.SourceConfig{DriftCompensation: aec.DefaultDriftCompensation, GuardMarginDB: aec.DefaultGuardMarginDB, LinearGuardDB: aec.DefaultLinearGuardDB})
 	cc := capture.Config{Mode: capture.ModeVAD, FrameMS: frameMS}
 	pump, err := capture.NewPump(cc, asrc, u, clk, nil, nil)
 	if err != nil {

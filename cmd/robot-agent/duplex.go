@@ -29,6 +29,7 @@ import (
 //	  double_talk_db: 12      # onset guard: reads with more echo removed hold no user speech
 //	  guard_margin_db: 10     # > 0: ... or more than the canceller's typical reduction minus this; 0: the fixed double_talk_db
 //	  noise_guard_db: 6       # reads less than this above the output's noise floor count as echo while the robot speaks (0: off)
+//	  linear_guard_db: 10     # with a linear-gated uplink: a read whose linear-filter reduction falls this far below its median is the user (0: off)
 //	  drift_compensation: true # estimate the speaker/mic clock offset from the echo, resample the far end to the mic's clock
 //	  uplink: auto            # what goes up: canceller | linear | linear-gated (a speex linear filter beside the canceller; auto: the measured default)
 //	  webrtc_delay: agnostic  # agnostic (WebRTC's delay-agnostic mode on top of the estimator) | estimator
@@ -52,6 +53,7 @@ type duplexConfig struct {
 	DoubleTalkDB     float64     `yaml:"double_talk_db"`
 	GuardMarginDB    float64     `yaml:"guard_margin_db"`
 	NoiseGuardDB     float64     `yaml:"noise_guard_db"`
+	LinearGuardDB    float64     `yaml:"linear_guard_db"`
 	DriftComp        bool        `yaml:"drift_compensation"`
 	Uplink           string      `yaml:"uplink"`
 	WebRTCDelay      string      `yaml:"webrtc_delay"`
@@ -82,7 +84,7 @@ func (c duckConfig) config() duck.Config {
 
 func defaultDuplex() duplexConfig {
 	return duplexConfig{AEC: aecAuto, Suppression: aec.DefaultSuppression, DoubleTalkDB: aec.DefaultDoubleTalkDB,
-		GuardMarginDB: aec.DefaultGuardMarginDB, NoiseGuardDB: aec.DefaultNoiseGuardDB, DriftComp: aec.DefaultDriftCompensation, WebRTCDelay: aec.DefaultDelay,
+		GuardMarginDB: aec.DefaultGuardMarginDB, NoiseGuardDB: aec.DefaultNoiseGuardDB, LinearGuardDB: aec.DefaultLinearGuardDB, DriftComp: aec.DefaultDriftCompensation, WebRTCDelay: aec.DefaultDelay,
 		Uplink:     aecAuto,
 		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate(),
 		Duck: duckConfig{Enabled: defaultDuckEnabled, DepthDB: duck.DefaultDepthDB, HoldMS: int(duck.DefaultHold / time.Millisecond),
@@ -120,6 +122,9 @@ func (c duplexConfig) validate() error {
 	}
 	if c.NoiseGuardDB < 0 || c.NoiseGuardDB > 40 {
 		errs.Add(p+"noise_guard_db", c.NoiseGuardDB, "want 0..40", "0: off")
+	}
+	if c.LinearGuardDB < 0 || c.LinearGuardDB > 40 {
+		errs.Add(p+"linear_guard_db", c.LinearGuardDB, "want 0..40", "0: off")
 	}
 	if c.Uplink != aecAuto {
 		if err := (aec.Options{Kind: aec.KindWebRTC, Uplink: c.Uplink}).Validate(); err != nil {
@@ -252,11 +257,11 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	}
 	a.closers = append(a.closers, c.Close)
 	a.speaker = aec.NewTap(a.speaker, ref, a.clk)
-	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB, DriftCompensation: d.DriftComp, NoiseGuardDB: d.noiseGuard()})
+	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB, DriftCompensation: d.DriftComp, NoiseGuardDB: d.noiseGuard(), LinearGuardDB: d.LinearGuardDB})
 	a.mic = src
 	a.aecRef, a.aecSrc = ref, src
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
-		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB, "noise_guard_db", d.NoiseGuardDB, "uplink", up)
+		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB, "noise_guard_db", d.NoiseGuardDB, "linear_guard_db", d.LinearGuardDB, "uplink", up)
 	if d.Duck.Enabled {
 		// Above the tap: the reference is exactly what the device plays,
 		// ducked or not.

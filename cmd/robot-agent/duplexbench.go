@@ -64,7 +64,7 @@ type duplexFlags struct {
 	bargeIn, vadCompare, ns, driftComp, speakerClock                                                                  bool
 	vadNoises, vadSNRs, vadDetectors                                                                                  string
 	vadSeeds, vadMinSpeech, vadIdle                                                                                   int
-	ser, snr, farDB, dtDB, guardDB                                                                                    float64
+	ser, snr, farDB, dtDB, guardDB, linGuardDB                                                                        float64
 	rc                                                                                                                room.Config
 }
 
@@ -86,7 +86,7 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 	if up == "auto" {
 		up = aec.BestUplink(parts[0])
 	}
-	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay, Uplink: up}, mgn: f.marginMS, guard: f.guardDB, dc: f.driftComp}
+	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay, Uplink: up}, mgn: f.marginMS, guard: f.guardDB, lg: f.linGuardDB, dc: f.driftComp}
 	if !slices.Contains(aec.Kinds, parts[0]) {
 		return v, fmt.Errorf("--aec %q is not one of %v", parts[0], aec.Kinds)
 	}
@@ -121,7 +121,7 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 		case strings.HasPrefix(p, "m") && func() bool { _, err := fmt.Sscanf(p, "m%d", &ms); return err == nil }():
 			v.mgn = ms
 		default:
-			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>, g<guard margin dB>, nf<noise guard dB>, lg<linear guard dB>, canc, lin, lingate, dc, nodc)", spec, p)
+			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>, g<guard margin dB>, nf<noise guard dB>, lg<linear guard dB, 0 off>, canc, lin, lingate, dc, nodc)", spec, p)
 		}
 	}
 	return v, v.opts.Validate()
@@ -135,9 +135,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.far, "far", "", "far-end WAV (the robot's reply; any rate, mono or stereo)")
 	fs.StringVar(&f.near, "near", "", "near-end WAV (the user's phrase)")
 	fs.StringVar(&f.out, "out", "", "write the uplink (what the pump delivered, 16 kHz) to this WAV; with several --aec, NAME-<kind>.wav")
-	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off, nf6 = noise guard margin in dB, nf-1 = off, lg10 = the linear guard's margin in dB (aec.SourceConfig.LinearGuardDB), canc/lin/lingate = the uplink (default: the agent's, --uplink): the canceller's output, a linear filter's, the guard and VAD judge the canceller's, lingate = that output only while the guard finds the user, the canceller's otherwise)")
+	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off, nf6 = noise guard margin in dB, nf-1 = off, lg10 = the linear guard's margin in dB (--linear-guard-db; lg0 = off), canc/lin/lingate = the uplink (default: the agent's, --uplink): the canceller's output, a linear filter's, the guard and VAD judge the canceller's, lingate = that output only while the guard finds the user, the canceller's otherwise)")
 	fs.StringVar(&f.webrtcDelay, "webrtc-delay", aec.DefaultDelay, "webrtc delay handling: estimator (the agent's delay estimator only) or agnostic (plus the APM's delay-agnostic mode)")
 	fs.IntVar(&f.marginMS, "margin-ms", 0, "far-end lead over the estimated delay (0: the canceller's own, webrtc 48, speex 8)")
+	fs.Float64Var(&f.linGuardDB, "linear-guard-db", aec.DefaultLinearGuardDB, "linear guard (dual-path uplinks): a read whose linear-filter reduction falls this far below its running median counts as the user; 0: off (the agent's duplex.linear_guard_db)")
 	fs.Float64Var(&f.guardDB, "guard-margin-db", aec.DefaultGuardMarginDB, "onset guard: > 0: threshold = the canceller's measured echo reduction minus this (never below --double-talk-db); 0: fixed --double-talk-db")
 	fs.BoolVar(&f.driftComp, "drift-comp", aec.DefaultDriftCompensation, "estimate the speaker/mic clock offset from the echo and resample the far end to the mic's clock")
 	fs.StringVar(&f.uplink, "uplink", "auto", "what goes up: canceller, linear, linear-gated (a speex linear filter beside the canceller), auto = the agent's default for each canceller")
