@@ -38,7 +38,7 @@ type VADScene struct {
 	// (room.NewRecordedNoise with Seed+1).
 	NoiseRec []int16
 	SNRDB    float64
-	Seed   uint64
+	Seed     uint64
 	// VAD is the pump's VAD configuration (Detector, DetectorMode, ...;
 	// zero fields take capture's defaults).
 	VAD capture.VADConfig
