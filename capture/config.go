@@ -100,7 +100,9 @@ type VADConfig struct {
 	// Detector is the per-frame speech decision: "auto" (default:
 	// spectral, or energy with an echo canceller; see DetectorAuto),
 	// "spectral" (a statistical-model detector with a noise estimate per
-	// frequency band, pure Go), "energy" (the level-over-floor detector above, pure Go),
+	// frequency band, pure Go), "voiced" (spectral with periodicity
+	// evidence, optional: see vad.KindVoiced), "energy" (the
+	// level-over-floor detector above, pure Go),
 	// "webrtc" (WebRTC's GMM VAD, build tag webrtcapm) or "speex"
 	// (speexdsp's preprocessor VAD, build tag speexdsp); see package vad
 	// and docs/benchmarks.md. The pre-roll, min-speech, hangover and
@@ -110,7 +112,7 @@ type VADConfig struct {
 	Detector string `yaml:"detector"`
 	// DetectorMode is the webrtc aggressiveness 0..3 (default 0 when
 	// unset), the speex start probability in percent (default 80) or the
-	// spectral detector's decision hangover in ms, 0..200 (default 0;
+	// spectral (and voiced) detector's decision hangover in ms, 0..200 (default 0;
 	// see vad.SpectralConfig.HangoverMS; not with auto, which uses
 	// spectral's defaults).
 	DetectorMode int `yaml:"detector_mode"`
@@ -167,7 +169,7 @@ func (c Config) Validate() error {
 	} else if c.VAD.Detector != DetectorAuto && !slices.Contains(vad.Available(), c.VAD.Detector) {
 		errs.Add("vad.detector", c.VAD.Detector, "not built into this binary",
 			fmt.Sprintf("needs cgo and its build tag, see package vad; built in: %s", strings.Join(vad.Available(), ", ")))
-	} else if c.VAD.Detector != DetectorAuto && c.VAD.Detector != vad.KindEnergy && c.VAD.Detector != vad.KindSpectral && (c.FrameMS == 40 || c.FrameMS == 60) {
+	} else if c.VAD.Detector != DetectorAuto && c.VAD.Detector != vad.KindEnergy && c.VAD.Detector != vad.KindSpectral && c.VAD.Detector != vad.KindVoiced && (c.FrameMS == 40 || c.FrameMS == 60) {
 		errs.Add("vad.detector", c.VAD.Detector, fmt.Sprintf("takes frames of 10, 20 or 30 ms, not frame_ms %d", c.FrameMS), "use energy or spectral, or frame_ms 20")
 	}
 	if c.Mode != ModeContinuous && c.Mode != ModeVAD {

@@ -18,8 +18,11 @@ func TestConfigValidateDetector(t *testing.T) {
 	if err := (Config{Mode: ModeVAD, FrameMS: 60}).Validate(); err != nil {
 		t.Errorf("default detector with 60 ms frames: %v", err)
 	}
+	if err := (Config{Mode: ModeVAD, FrameMS: 40, VAD: VADConfig{Detector: vad.KindVoiced}}).Validate(); err != nil {
+		t.Errorf("voiced with 40 ms frames: %v", err)
+	}
 	err := Config{VAD: VADConfig{Detector: "neural"}}.Validate()
-	if err == nil || !strings.Contains(err.Error(), `vad.detector: "neural": want auto or one of [energy webrtc speex spectral]`) {
+	if err == nil || !strings.Contains(err.Error(), `vad.detector: "neural": want auto or one of [energy webrtc speex spectral voiced]`) {
 		t.Errorf("unknown detector: %v", err)
 	}
 	err = Config{FrameMS: 40, VAD: VADConfig{Detector: vad.KindWebRTC}}.Validate()

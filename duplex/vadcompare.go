@@ -33,8 +33,12 @@ type VADScene struct {
 	// starts there are IdleStarts (its frames are not in the frame counts).
 	IdleMS int
 	Noise  string
-	SNRDB  float64
-	Seed   uint64
+	// NoiseRec, when set, is the noise instead of Noise: a 16 kHz
+	// recording looped from a position chosen by the seed
+	// (room.NewRecordedNoise with Seed+1).
+	NoiseRec []int16
+	SNRDB    float64
+	Seed     uint64
 	// VAD is the pump's VAD configuration (Detector, DetectorMode, ...;
 	// zero fields take capture's defaults).
 	VAD capture.VADConfig
@@ -173,8 +177,14 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	}
 
 	mic := slices.Clone(clean)
-	if sc.Noise != "" && sc.Noise != room.NoiseNone && !math.IsInf(sc.SNRDB, 1) {
-		gen, err := room.NewNoise(sc.Noise, NearRate, sc.Seed+1)
+	if (sc.NoiseRec != nil || sc.Noise != "" && sc.Noise != room.NoiseNone) && !math.IsInf(sc.SNRDB, 1) {
+		var gen *room.Noise
+		var err error
+		if sc.NoiseRec != nil {
+			gen, err = room.NewRecordedNoise(sc.NoiseRec, sc.Seed+1)
+		} else {
+			gen, err = room.NewNoise(sc.Noise, NearRate, sc.Seed+1)
+		}
 		if err != nil {
 			return VADResult{}, err
 		}

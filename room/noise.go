@@ -1,6 +1,7 @@
 package room
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -13,6 +14,9 @@ const (
 	NoisePink   = "pink"
 	NoiseMotor  = "motor"
 	NoiseBabble = "babble"
+	// NoiseRecorded is a recording looped (NewRecordedNoise), not a kind
+	// NewNoise or Config.Noise accept.
+	NoiseRecorded = "recorded"
 )
 
 // NoiseKinds lists the accepted noise kinds.
@@ -33,6 +37,9 @@ type Noise struct {
 	// envelope.
 	talkers []talker
 	n       int64
+	// recorded: the recording at unit RMS and the read position.
+	rec []float32
+	pos int
 }
 
 type talker struct {
@@ -67,6 +74,38 @@ func NewNoise(kind string, rate int, seed uint64) (*Noise, error) {
 	return n, nil
 }
 
+// ErrSilentRecording: NewRecordedNoise got a recording without signal.
+var ErrSilentRecording = errors.New("room: noise recording is silent")
+
+// NewRecordedNoise returns a generator that plays rec (one channel at the
+// caller's rate; at least 100 ms) scaled to unit RMS, looped, from a
+// position chosen by seed, so that seeds give different stretches of a
+// long recording (a recorded fan, street or multi-talker babble).
+func NewRecordedNoise(rec []int16, seed uint64) (*Noise, error) {
+	if len(rec) < 1600 {
+		return nil, fmt.Errorf("room: noise recording of %d samples is too short", len(rec))
+	}
+	var mean, ss float64
+	for _, v := range rec {
+		mean += float64(v)
+	}
+	mean /= float64(len(rec))
+	for _, v := range rec {
+		ss += (float64(v) - mean) * (float64(v) - mean)
+	}
+	rms := math.Sqrt(ss / float64(len(rec)))
+	if rms < 1 {
+		return nil, ErrSilentRecording
+	}
+	n := &Noise{kind: NoiseRecorded, rec: make([]float32, len(rec))}
+	for i, v := range rec {
+		n.rec[i] = float32((float64(v) - mean) / rms)
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
+	n.pos = rng.IntN(len(rec))
+	return n, nil
+}
+
 // Kind returns the noise kind.
 func (n *Noise) Kind() string { return n.kind }
 
@@ -76,6 +115,12 @@ func (n *Noise) Fill(dst []float32) {
 	switch n.kind {
 	case NoiseNone:
 		clear(dst)
+	case NoiseRecorded:
+		for len(dst) > 0 {
+			k := copy(dst, n.rec[n.pos:])
+			dst = dst[k:]
+			n.pos = (n.pos + k) % len(n.rec)
+		}
 	case NoiseWhite:
 		for i := range dst {
 			dst[i] = float32(n.rng.NormFloat64())

@@ -224,3 +224,47 @@ func absInt(v int) int {
 	}
 	return v
 }
+
+func TestRecordedNoiseLoopsAtUnitRMS(t *testing.T) {
+	rec := make([]int16, 3000)
+	for i := range rec {
+		rec[i] = int16(1000 + 500*math.Sin(2*math.Pi*float64(i)/50)) // DC is removed
+	}
+	a, err := NewRecordedNoise(rec, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewRecordedNoise(rec, 2)
+	if a.Kind() != NoiseRecorded {
+		t.Fatalf("kind %q", a.Kind())
+	}
+	buf, other := make([]float32, 9000), make([]float32, 9000) // three loops
+	a.Fill(buf[:1234])
+	a.Fill(buf[1234:]) // in two calls: continues where it stopped
+	b.Fill(other)
+	var ss, mean float64
+	same := true
+	for i, v := range buf {
+		ss += float64(v) * float64(v)
+		mean += float64(v)
+		if i >= 3000 && v != buf[i-3000] {
+			t.Fatalf("sample %d: %v, a loop earlier %v", i, v, buf[i-3000])
+		}
+		same = same && v == other[i]
+	}
+	if rms := math.Sqrt(ss / float64(len(buf))); math.Abs(rms-1) > 1e-3 || math.Abs(mean/float64(len(buf))) > 1e-3 {
+		t.Fatalf("rms %.4f mean %.4f, want 1 and 0", rms, mean/float64(len(buf)))
+	}
+	if same {
+		t.Fatal("seeds 1 and 2 start at the same position")
+	}
+	if allocs := testing.AllocsPerRun(10, func() { a.Fill(buf) }); allocs != 0 {
+		t.Fatalf("Fill allocates %.0f times", allocs)
+	}
+	if _, err := NewRecordedNoise(make([]int16, 3000), 1); !errors.Is(err, ErrSilentRecording) {
+		t.Fatalf("silent recording: %v", err)
+	}
+	if _, err := NewRecordedNoise(rec[:100], 1); err == nil {
+		t.Fatal("100 samples accepted")
+	}
+}

@@ -9,6 +9,7 @@ import "math"
 //   - STFT: 20 ms Hann window, 10 ms hop, 512-point FFT at 16 kHz (31.25 Hz
 //     bins); bins from 94 Hz to 7.75 kHz are used; the window's mean is
 //     removed first (DC never counts).
+//
 //   - Noise power per bin tracked by MCRA (Cohen & Berdugo, "Noise
 //     estimation by minima controlled recursive averaging", IEEE SPL 9(1),
 //     2002): a time- and frequency-smoothed periodogram, its minimum over a
@@ -17,15 +18,18 @@ import "math"
 //     that stops where speech is present. The estimate does not depend on
 //     the detector's own decisions, so a wrong decision does not corrupt
 //     it; it follows a louder or quieter background within about 2 s.
+//
 //   - A-priori SNR per bin by the decision-directed rule (Ephraim & Malah
 //     1984, α = 0.98) with a Wiener gain for the previous frame's speech
 //     estimate; per-bin Gaussian log likelihood ratio
 //     γξ/(1+ξ) − ln(1+ξ), averaged over the bins (the geometric mean of
 //     the likelihood ratios).
+//
 //   - Hangover by Sohn's two-state hidden Markov model: the speech
 //     probability of the previous hop, propagated through the transition
 //     probabilities, is the prior of the next; a hop is speech when the
 //     posterior exceeds 1/2 (the Bayes decision for equal costs).
+//
 //   - Optionally (SpectralConfig.HangoverMS, off by default) a short
 //     decision hangover after speech bursts, as in the GSM full-rate VAD
 //     (GSM 06.32, vad_hangover: a hangover only after a burst of speech
@@ -37,6 +41,16 @@ import "math"
 //     false positives for tail frames and changes nothing in the capture
 //     pump, whose own hangover (600 ms) already covers tails
 //     (docs/benchmarks.md "VAD on speech in noise").
+//
+//   - Optionally (SpectralConfig.Voicing, KindVoiced; off in
+//     KindSpectral) periodicity evidence: the power spectrum of the last
+//     32 ms (Hann, 1024-point FFT, 94 Hz–4 kHz) minus twice the noise
+//     estimate, inverse-transformed to an autocorrelation, divided by the
+//     window's own (Boersma 1993) and by the noisy power; its peak over
+//     lags of 2.5–14.25 ms (F0 70–400 Hz) is the hop's score. A stationary
+//     hum is in the noise estimate and leaves no score. The score above its
+//     running median plus a margin is added, weighted, to the hop's
+//     evidence.
 //
 // A frame of the pump (10–60 ms) is speech when any of its hops is.
 //
@@ -66,6 +80,18 @@ const (
 	specMaxHangMS = 200  // SpectralConfig.HangoverMS at most
 	specHangHops  = 5    // hangover hops after such a burst (50 ms)
 	specDefMinF   = -70.0
+
+	// Voicing evidence (SpectralConfig.Voicing).
+	pitchWin  = 512  // 32 ms: three periods of a 94 Hz voice
+	pitchFFT  = 1024 // no circular overlap for lags up to pitchMaxLag
+	pitchLo   = 6    // 94 Hz in pitchFFT bins (15.625 Hz)
+	pitchHi   = 256  // 4 kHz: voiced harmonics above are weak
+	pitchMin  = 40   // 2.5 ms lag: F0 400 Hz
+	pitchMax  = 228  // 14.25 ms lag: F0 70 Hz
+	pitchBeta = 2.0  // over-subtraction of the noise estimate
+	// The running median of the score moves by this per hop (0.2 per
+	// second at most).
+	pitchMedStep = 0.002
 )
 
 // SpectralConfig tunes KindSpectral.
@@ -77,6 +103,16 @@ type SpectralConfig struct {
 	// more is still called speech (rounded up to 10 ms hops; 0..200,
 	// default 0: none).
 	HangoverMS int
+	// Voicing, when positive, adds periodicity evidence: each hop gains
+	// Voicing·max(0, v − m − VoicingMargin) nats of log likelihood, v
+	// being the hop's periodicity score (Spectral.Voicing: the normalised
+	// autocorrelation peak, lags 2.5–14.25 ms, of the last 32 ms after the
+	// noise estimate is subtracted from its power spectrum) and m the
+	// score's running median (the background's own periodicity). Off (0)
+	// by default; KindVoiced sets 4 and 0.4 (docs/benchmarks.md "Voicing
+	// evidence").
+	Voicing       float64
+	VoicingMargin float64
 }
 
 // Spectral is the statistical-model detector (KindSpectral). It takes any
@@ -103,6 +139,14 @@ type Spectral struct {
 	burst    int     // consecutive hops the HMM called speech, up to the last
 	hang     int     // hangover hops left
 	hangHops int     // SpectralConfig.HangoverMS in hops
+
+	// Voicing evidence (SpectralConfig.Voicing).
+	voicing, margin      float64
+	pfft                 *fft
+	pwin, pre, pim, wacf []float64
+	pscale               float64 // noise power per pitch bin over noise power per spectral bin
+	voiced               float64 // the last hop's periodicity score
+	vmed                 float64 // its running median
 }
 
 // NewSpectral returns a spectral detector.
@@ -113,7 +157,7 @@ func NewSpectral(c SpectralConfig) *Spectral {
 	d := &Spectral{
 		fft:  newFFT(specFFT),
 		win:  make([]float64, specWin),
-		hist: make([]float64, specWin),
+		hist: make([]float64, pitchWin),
 		re:   make([]float64, specFFT), im: make([]float64, specFFT),
 		pow: make([]float64, specBins+2),
 		s:   make([]float64, specBins), smin: make([]float64, specBins), stmp: make([]float64, specBins),
@@ -125,6 +169,26 @@ func NewSpectral(c SpectralConfig) *Spectral {
 	for i := range d.win {
 		d.win[i] = 0.5 - 0.5*math.Cos(2*math.Pi*(float64(i)+0.5)/specWin)
 		w2 += d.win[i] * d.win[i]
+	}
+	if c.Voicing > 0 {
+		d.voicing, d.margin = c.Voicing, c.VoicingMargin
+		d.pfft = newFFT(pitchFFT)
+		d.pwin = make([]float64, pitchWin)
+		d.pre, d.pim = make([]float64, pitchFFT), make([]float64, pitchFFT)
+		d.wacf = make([]float64, pitchMax+1)
+		var p2 float64
+		for i := range d.pwin {
+			d.pwin[i] = 0.5 - 0.5*math.Cos(2*math.Pi*(float64(i)+0.5)/pitchWin)
+			p2 += d.pwin[i] * d.pwin[i]
+		}
+		d.pscale = p2 / w2
+		for lag := range d.wacf {
+			var r float64
+			for i := 0; i+lag < pitchWin; i++ {
+				r += d.pwin[i] * d.pwin[i+lag]
+			}
+			d.wacf[lag] = r / p2
+		}
 	}
 	sigma := 32768 * math.Pow(10, c.MinFloorDBFS/20)
 	d.floor = sigma * sigma * w2
@@ -160,7 +224,7 @@ func (d *Spectral) Speech(frame []int16, _ bool) bool {
 	for len(frame) > 0 {
 		n := min(specHop-d.pending, len(frame))
 		copy(d.hist, d.hist[n:])
-		tail := d.hist[specWin-n:]
+		tail := d.hist[len(d.hist)-n:]
 		for i, v := range frame[:n] {
 			tail[i] = float64(v)
 		}
@@ -185,12 +249,13 @@ func (d *Spectral) Speech(frame []int16, _ bool) bool {
 
 // hop analyses the last specWin samples.
 func (d *Spectral) hop() {
+	hist := d.hist[pitchWin-specWin:]
 	var mean float64
-	for _, v := range d.hist {
+	for _, v := range hist {
 		mean += v
 	}
 	mean /= specWin
-	for i, v := range d.hist {
+	for i, v := range hist {
 		d.re[i] = (v - mean) * d.win[i]
 	}
 	clear(d.re[specWin:])
@@ -222,6 +287,21 @@ func (d *Spectral) hop() {
 		d.prevA[j] = r * r * p
 	}
 	d.llr = sum / specBins
+	if d.voicing > 0 {
+		d.voiced = d.periodicity()
+		thr := d.vmed + d.margin
+		d.llr += d.voicing * max(0, d.voiced-thr)
+		if d.adapt {
+			switch {
+			case d.hops < mcraInit:
+				d.vmed = max(d.vmed, d.voiced)
+			case d.voiced > d.vmed:
+				d.vmed += pitchMedStep
+			default:
+				d.vmed = max(d.vmed-pitchMedStep, 0)
+			}
+		}
+	}
 	if d.hops < mcraInit {
 		d.llr = 0 // still learning the noise: no evidence either way
 	}
@@ -280,4 +360,57 @@ func (d *Spectral) track(pow []float64) {
 		}
 		d.lambda[j] = max(a*d.lambda[j]+(1-a)*p, d.floor)
 	}
+}
+
+// Voicing returns the periodicity score of the last hop (0 without
+// SpectralConfig.Voicing).
+func (d *Spectral) Voicing() float64 { return d.voiced }
+
+// periodicity returns the peak of the normalised autocorrelation, over lags
+// of 2.5–14 ms, of the last 32 ms after the noise estimate is subtracted
+// from its power spectrum (the autocorrelation is the inverse transform of
+// the clean power; the taper of the window's own autocorrelation is
+// divided out, as Boersma 1993 does).
+func (d *Spectral) periodicity() float64 {
+	var mean float64
+	for _, v := range d.hist {
+		mean += v
+	}
+	mean /= pitchWin
+	for i, v := range d.hist {
+		d.pre[i] = (v - mean) * d.pwin[i]
+	}
+	clear(d.pre[pitchWin:])
+	clear(d.pim)
+	d.pfft.transform(d.pre, d.pim)
+	var total float64
+	for k := range pitchFFT/2 + 1 {
+		var c float64
+		if k >= pitchLo && k <= pitchHi {
+			p := d.pre[k]*d.pre[k] + d.pim[k]*d.pim[k]
+			// The noise estimate at this frequency (spectral bins are
+			// twice as wide: interpolate between the two nearest).
+			x := float64(k)/2 - specLo
+			j := min(max(int(x), 0), specBins-2)
+			fr := min(max(x-float64(j), 0), 1)
+			lam := ((1-fr)*d.lambda[j] + fr*d.lambda[j+1]) * d.pscale
+			c = max(p-pitchBeta*lam, 0)
+			total += p
+		}
+		d.pre[k] = c
+		if k > 0 && k < pitchFFT/2 {
+			d.pre[pitchFFT-k] = c
+		}
+	}
+	clear(d.pim)
+	d.pfft.transform(d.pre, d.pim) // real and even: the autocorrelation
+	r0 := 2 * total                // the noisy power's autocorrelation at lag 0 (both halves of the spectrum)
+	if r0 <= 0 {
+		return 0
+	}
+	best := 0.0
+	for lag := pitchMin; lag <= pitchMax; lag++ {
+		best = max(best, d.pre[lag]/(r0*d.wacf[lag]))
+	}
+	return min(best, 1)
 }

@@ -394,15 +394,17 @@ func TestSpectralHangoverFollowsBursts(t *testing.T) {
 }
 
 func TestSpectralDoesNotAllocate(t *testing.T) {
-	for _, ms := range []int{10, 20, 30, 40, 60} {
-		for _, hang := range []int{0, 50} {
-			d, err := New(Options{Kind: KindSpectral, FrameMS: ms, Mode: hang})
-			if err != nil {
-				t.Fatal(err)
-			}
-			f := tone(16*ms, 3000)
-			if a := testing.AllocsPerRun(100, func() { d.Speech(f, false) }); a != 0 {
-				t.Errorf("%d ms frames, hangover %d ms: %v allocs per frame", ms, hang, a)
+	for _, kind := range []string{KindSpectral, KindVoiced} {
+		for _, ms := range []int{10, 20, 30, 40, 60} {
+			for _, hang := range []int{0, 50} {
+				d, err := New(Options{Kind: kind, FrameMS: ms, Mode: hang})
+				if err != nil {
+					t.Fatal(err)
+				}
+				f := tone(16*ms, 3000)
+				if a := testing.AllocsPerRun(100, func() { d.Speech(f, false) }); a != 0 {
+					t.Errorf("%s, %d ms frames, hangover %d ms: %v allocs per frame", kind, ms, hang, a)
+				}
 			}
 		}
 	}
@@ -412,7 +414,11 @@ func FuzzSpectral(f *testing.F) {
 	f.Add([]byte{0, 0, 255, 127}, uint8(20))
 	f.Add(make([]byte, 2000), uint8(3))
 	f.Fuzz(func(t *testing.T, b []byte, chunk uint8) {
-		d := NewSpectral(SpectralConfig{})
+		c := SpectralConfig{}
+		if chunk&1 == 1 {
+			c.Voicing, c.VoicingMargin = voicedWeight, voicedMargin
+		}
+		d := NewSpectral(c)
 		s := make([]int16, len(b)/2)
 		for i := range s {
 			s[i] = int16(binary.LittleEndian.Uint16(b[2*i:]))
@@ -424,6 +430,9 @@ func FuzzSpectral(f *testing.F) {
 			s = s[k:]
 			if p := d.Probability(); math.IsNaN(p) || p < 0 || p > 1 {
 				t.Fatalf("probability %v", p)
+			}
+			if v := d.Voicing(); math.IsNaN(v) || v < 0 || v > 1 {
+				t.Fatalf("voicing score %v", v)
 			}
 		}
 	})

@@ -11,7 +11,12 @@
 //     test on a 10 ms STFT with an MCRA noise estimate and an HMM
 //     hangover; pure Go, the capture pump's default without an echo
 //     canceller: see Spectral, capture.DetectorAuto and docs/benchmarks.md
-//     "VAD on speech in noise").
+//     "VAD on speech in noise");
+//   - KindVoiced: KindSpectral with periodicity (voicing) evidence from
+//     the noise-suppressed spectrum (SpectralConfig.Voicing; pure Go,
+//     optional: measured, it finds a few per cent more speech frames in
+//     stationary noise and starts utterances in babble; docs/benchmarks.md
+//     "Voicing evidence").
 //
 // Without the tag a cgo detector's constructor fails with an error wrapping
 // ErrNotBuiltIn. A Detector is used by one goroutine and does not allocate
@@ -29,10 +34,18 @@ const (
 	KindWebRTC   = "webrtc"
 	KindSpeex    = "speex"
 	KindSpectral = "spectral"
+	KindVoiced   = "voiced"
+)
+
+// KindVoiced's SpectralConfig.Voicing and VoicingMargin, chosen on
+// development phrases (docs/benchmarks.md "Voicing evidence").
+const (
+	voicedWeight = 4.0
+	voicedMargin = 0.4
 )
 
 // Kinds lists every kind.
-var Kinds = []string{KindEnergy, KindWebRTC, KindSpeex, KindSpectral}
+var Kinds = []string{KindEnergy, KindWebRTC, KindSpeex, KindSpectral, KindVoiced}
 
 // Errors.
 var (
@@ -62,12 +75,12 @@ type Adapter interface {
 type Options struct {
 	Kind string
 	// FrameMS is the frame length: 10, 20 or 30 (the pump's frame_ms);
-	// KindEnergy and KindSpectral also take 40 and 60.
+	// KindEnergy, KindSpectral and KindVoiced also take 40 and 60.
 	FrameMS int
 	// Mode is WebRTC's aggressiveness 0..3 (default 2); for speex the
 	// speech probability to start, in percent (default 80); for spectral
-	// its decision hangover in ms, 0..200 (SpectralConfig.HangoverMS,
-	// default 0).
+	// and voiced the decision hangover in ms, 0..200
+	// (SpectralConfig.HangoverMS, default 0).
 	Mode int
 	// Energy tunes KindEnergy (zero fields: capture's defaults); its
 	// MinFloorDBFS also bounds KindSpectral's noise estimate.
@@ -82,7 +95,7 @@ func New(o Options) (Detector, error) {
 	switch o.FrameMS {
 	case 10, 20, 30:
 	case 40, 60:
-		if o.Kind != KindEnergy && o.Kind != KindSpectral && o.Kind != "" {
+		if o.Kind != KindEnergy && o.Kind != KindSpectral && o.Kind != KindVoiced && o.Kind != "" {
 			return nil, fmt.Errorf("%w: frame_ms %d: %s takes 10, 20 or 30", ErrConfig, o.FrameMS, o.Kind)
 		}
 	default:
@@ -96,6 +109,11 @@ func New(o Options) (Detector, error) {
 			return nil, fmt.Errorf("%w: spectral mode (hangover ms) %d out of range 0..%d", ErrConfig, o.Mode, specMaxHangMS)
 		}
 		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode}), nil
+	case KindVoiced:
+		if o.Mode < 0 || o.Mode > specMaxHangMS {
+			return nil, fmt.Errorf("%w: voiced mode (hangover ms) %d out of range 0..%d", ErrConfig, o.Mode, specMaxHangMS)
+		}
+		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, Voicing: voicedWeight, VoicingMargin: voicedMargin}), nil
 	case KindWebRTC:
 		if o.Mode < 0 || o.Mode > 3 {
 			return nil, fmt.Errorf("%w: webrtc mode %d out of range 0..3", ErrConfig, o.Mode)
@@ -109,7 +127,7 @@ func New(o Options) (Detector, error) {
 
 // Available lists the kinds this binary can run.
 func Available() []string {
-	out := []string{KindEnergy, KindSpectral}
+	out := []string{KindEnergy, KindSpectral, KindVoiced}
 	if webrtcBuiltIn {
 		out = append(out, KindWebRTC)
 	}

@@ -63,8 +63,10 @@ func TestOptionsErrors(t *testing.T) {
 		t.Errorf("frame 25: %v", err)
 	}
 	for _, m := range []int{-1, 201} {
-		if _, err := New(Options{Kind: KindSpectral, Mode: m}); !errors.Is(err, ErrConfig) {
-			t.Errorf("spectral hangover %d ms: %v", m, err)
+		for _, k := range []string{KindSpectral, KindVoiced} {
+			if _, err := New(Options{Kind: k, Mode: m}); !errors.Is(err, ErrConfig) {
+				t.Errorf("%s hangover %d ms: %v", k, m, err)
+			}
 		}
 	}
 	if _, err := New(Options{Kind: KindSpectral, Mode: 200}); err != nil {

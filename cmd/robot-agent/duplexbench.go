@@ -45,7 +45,8 @@ the chain's CPU per second of audio.
 WebRTC's noise suppressor before some) on near-end phrases mixed with noise
 at several SNRs, no echo: --near takes a comma-separated list of WAVs
 (default: five espeak-ng phrases in five voices), --replies phrases per
-WAV and seed, --vad-seeds seeds, --vad-noises and --vad-snrs the grid,
+WAV and seed, --vad-seeds seeds, --vad-noises and --vad-snrs the grid
+(--vad-noise-wav adds recorded noises, e.g. a multi-talker babble),
 --vad-detectors the candidates (kind[:mode], ns+ prefix for the noise
 suppressor first; spectral's mode is its decision hangover in ms),
 --vad-min-speech-ms the pump's min speech, --vad-idle-s seconds of noise
@@ -62,7 +63,7 @@ type duplexFlags struct {
 	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, webrtcDelay, uplink string
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                   int
 	bargeIn, vadCompare, ns, driftComp, speakerClock                                                                  bool
-	vadNoises, vadSNRs, vadDetectors                                                                                  string
+	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs                                                                    string
 	vadSeeds, vadMinSpeech, vadIdle                                                                                   int
 	ser, snr, farDB, dtDB, guardDB, linGuardDB                                                                        float64
 	rc                                                                                                                room.Config
@@ -167,6 +168,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.seed, "seed", 1, "seed for the room, noise and barge-in positions")
 	fs.BoolVar(&f.vadCompare, "vad-compare", false, "compare the VAD detectors on near end + noise instead")
 	fs.StringVar(&f.vadNoises, "vad-noises", "pink,motor,white,babble", "--vad-compare: noise kinds, comma-separated")
+	fs.StringVar(&f.vadNoiseWAVs, "vad-noise-wav", "", "--vad-compare: recorded noises (WAVs, comma-separated; e.g. multi-talker babble), each looped from a seed-chosen position, after --vad-noises (\"\" for none)")
 	fs.StringVar(&f.vadSNRs, "vad-snrs", "20,10,5,0", "--vad-compare: SNRs in dB, comma-separated")
 	fs.IntVar(&f.vadSeeds, "vad-seeds", 2, "--vad-compare: noise seeds per phrase (--seed, --seed+1, ...)")
 	fs.IntVar(&f.vadIdle, "vad-idle-s", 0, "--vad-compare: seconds of noise alone after each phrase's trials (utterances started there: idle starts/min)")

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -124,11 +125,33 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: "+format+"\n", a...)
 		return code
 	}
-	noises := strings.Split(f.vadNoises, ",")
+	var noises []string
+	if f.vadNoises != "" {
+		noises = strings.Split(f.vadNoises, ",")
+	}
 	for _, n := range noises {
 		if !slices.Contains(room.NoiseKinds, n) {
 			return fail(2, "--vad-noises: %q is not one of %v", n, room.NoiseKinds)
 		}
+	}
+	recorded := map[string][]int16{}
+	if f.vadNoiseWAVs != "" {
+		for _, p := range strings.Split(f.vadNoiseWAVs, ",") {
+			a, err := wav.ReadFile(p)
+			if err != nil {
+				return fail(2, "--vad-noise-wav %q: %v", p, err)
+			}
+			s := duplex.ToMono(a, duplex.NearRate)
+			if _, err := room.NewRecordedNoise(s, 0); err != nil {
+				return fail(2, "--vad-noise-wav %q: %v", p, err)
+			}
+			name := "wav:" + filepath.Base(p)
+			recorded[name] = s
+			noises = append(noises, name)
+		}
+	}
+	if len(noises) == 0 {
+		return fail(2, "--vad-noises and --vad-noise-wav are both empty")
 	}
 	var snrs []float64
 	for _, v := range strings.Split(f.vadSNRs, ",") {
@@ -184,7 +207,7 @@ cand:
 				var clipped, phr, falseStarts, idle int
 				for _, p := range phrases {
 					for s := range f.vadSeeds {
-						r, err := duplex.RunVAD(duplex.VADScene{Near: p.samples, Trials: f.replies, GapMS: f.gapMS, Noise: noise, SNRDB: snr,
+						r, err := duplex.RunVAD(duplex.VADScene{Near: p.samples, Trials: f.replies, GapMS: f.gapMS, Noise: noise, NoiseRec: recorded[noise], SNRDB: snr,
 							Seed: uint64(f.seed + s), VAD: c.cfg, NS: c.ns, IdleMS: 1000 * f.vadIdle})
 						if errors.Is(err, vad.ErrNotBuiltIn) || errors.Is(err, aec.ErrNotBuiltIn) {
 							fmt.Fprintf(stdout, "%s: not built in (%v)\n", c.name, err)

@@ -25,6 +25,8 @@ func TestVADCompareFlagErrors(t *testing.T) {
 		{[]string{"--vad-detectors", "energy,neural"}, `kind "neural"`},
 		{[]string{"--vad-detectors", "webrtc:x"}, `mode "x"`},
 		{[]string{"--near", "/nonexistent/a.wav"}, `--near "/nonexistent/a.wav"`},
+		{[]string{"--vad-noise-wav", "/nonexistent/n.wav"}, `--vad-noise-wav "/nonexistent/n.wav"`},
+		{[]string{"--vad-noises", ""}, "both empty"},
 	} {
 		code, _, errs := runCLI(append([]string{"duplex-bench", "--vad-compare"}, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(errs), "\n")
@@ -72,5 +74,43 @@ func TestVADCompareRuns(t *testing.T) {
 	}
 	if rows != 6 {
 		t.Errorf("%d result rows, want 6:\n%s", rows, stdout)
+	}
+}
+
+// --vad-noise-wav adds a row per recorded noise, looped under the phrases.
+func TestVADCompareNoiseWAV(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, s []int16) string {
+		p := filepath.Join(dir, name)
+		f, _ := os.Create(p)
+		w, _ := wav.NewWriter(f, 16000, 1)
+		w.Write(s)
+		w.Close()
+		f.Close()
+		return p
+	}
+	near := write("near.wav", duplex.Synthetic(1200*time.Millisecond, 1))
+	noise := write("talkers.wav", duplex.Synthetic(700*time.Millisecond, 7)) // shorter than the scene: looped
+	silent := write("silent.wav", make([]int16, 16000))
+	code, stdout, errs := runCLI("duplex-bench", "--vad-compare", "--near", near, "--replies", "2", "--vad-seeds", "2",
+		"--vad-noises", "", "--vad-noise-wav", noise, "--vad-snrs", "10", "--vad-detectors", "spectral")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	rows := 0
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) > 3 && f[0] == "spectral" {
+			if f[1] != "wav:talkers.wav" {
+				t.Errorf("row %q: noise %q, want wav:talkers.wav", l, f[1])
+			}
+			rows++
+		}
+	}
+	if rows != 1 {
+		t.Errorf("%d rows, want 1:\n%s", rows, stdout)
+	}
+	code, _, errs = runCLI("duplex-bench", "--vad-compare", "--near", near, "--vad-noise-wav", silent)
+	if code != 2 || !strings.Contains(errs, "silent") {
+		t.Errorf("silent noise WAV: exit %d, stderr %q", code, errs)
 	}
 }
