@@ -144,6 +144,10 @@ const (
 // by up to a few hundred ms still finds the echo's source.
 const farPeakHalfLife = 150
 
+// erlSmoothing: the weight of each echo read in the learned echo path's
+// energies (about a second of far-end reads).
+const erlSmoothing = 0.02
+
 // Source is an hw.AudioSource that cancels the echo of the Reference in
 // what src captures. Read is called by one goroutine (the capture pump).
 // Reads should be whole multiples of FrameSamples (10 ms); the remainder
@@ -202,6 +206,7 @@ type Source struct {
 	seenAnchors           int
 	disturbed, recovered  int
 	farPeak               float64
+	erlMic, erlFar        float64 // smoothed energies the echo path's gain (erl) is their ratio of
 	guarded               atomic.Int64
 	// Mic saturation: samples the saturation hold still covers, and the
 	// reads it called echo that the other tests let through.
@@ -462,14 +467,21 @@ func (s *Source) Read(dst []int16) (int, error) {
 		// Not converged yet (first reply after start): half duplex.
 		echo = true
 	}
-	if echo && eFar > 0 {
+	if echo && farNow {
 		// The canceller removed most of it: mostly echo. Learn the echo
-		// path's gain from it.
-		if r := eMic / eFar; s.erl == 0 {
-			s.erl = r
+		// path's gain from it, as the ratio of the mic's and the far
+		// end's smoothed energies over such reads while the far end
+		// plays. (Not the mean of per-read ratios: on a read in the
+		// reply's reverberant tail the far end is nearly silent and the
+		// ratio 30 dB or more too high; averaged, a few such reads made
+		// the learned path swing by 30 dB.)
+		if s.erlFar == 0 {
+			s.erlMic, s.erlFar = eMic, eFar
 		} else {
-			s.erl += 0.05 * (r - s.erl)
+			s.erlMic += erlSmoothing * (eMic - s.erlMic)
+			s.erlFar += erlSmoothing * (eFar - s.erlFar)
 		}
+		s.erl = s.erlMic / s.erlFar
 	}
 	// When the far end starts after a pause the cancellers let the first
 	// ~100 ms of echo through; there, a mic level the learned echo path
@@ -525,11 +537,12 @@ func (s *Source) Read(dst []int16) (int, error) {
 // linearUser updates the running median of the linear filter's reduction
 // (LinearGuardDB) and reports whether this read of n samples holds
 // something the linear filter cannot remove (user): its reduction is more
-// than LinearGuardDB below the median, its output above the typical
-// residual of the recent echo peak and more than NoiseGuardDB above the
-// output's noise floor; audible is the last two tests alone (the linear
-// output holds more than echo residual and noise, worth the VAD's ear when
-// the other guards find the user). Before the median exists: false.
+// than LinearGuardDB below the median, its output LinearGuardDB above the
+// typical residual of the recent echo peak and more than NoiseGuardDB
+// above the output's noise floor; audible is the last two tests alone (the
+// linear output holds more than echo residual and noise, worth the VAD's
+// ear when the other guards find the user). Before the median exists:
+// false.
 func (s *Source) linearUser(n int, farNow bool, eMic, eLin float64) (user, audible bool) {
 	if s.lin == nil || s.cfg.LinearGuardDB <= 0 || s.farHang == 0 || eMic <= 0 {
 		return false, false
@@ -541,19 +554,26 @@ func (s *Source) linearUser(n int, farNow bool, eMic, eLin float64) (user, audib
 	if !s.linRed.ok || (s.drift != nil && !s.driftLocked) || s.erl == 0 {
 		return false, false
 	}
-	// The linear output must also exceed the residual the linear filter
-	// typically leaves of the loudest recent echo (the learned echo path
-	// applied to the far end's decaying peak): a read in a pause of the
-	// reply has little echo to reduce, so its reduction alone falls below
-	// the median without the user (measured: 92 false barge-ins in 30
-	// replies without this test; with the margin added to it, no user
-	// found at all).
-	if eLin <= math.Pow(10, -s.linRed.v/10)*s.erl*s.farPeak*float64(n) {
+	// The linear output must also exceed, by the margin, the residual the
+	// linear filter typically leaves of the loudest recent echo (the
+	// learned echo path applied to the far end's decaying peak): a read in
+	// a pause of the reply has little echo to reduce, so its reduction
+	// alone falls below the median without the user (measured: 92 false
+	// barge-ins in 30 replies without this test). Against the echo of the
+	// moment instead of the recent peak (an envelope falling 7.5 dB per
+	// 100 ms), a room with an RT60 of 0.8 s made 118 false barge-ins in 30
+	// replies: the linear filter leaves the late reverberation.
+	residual := math.Pow(10, -(s.linRed.v-s.cfg.LinearGuardDB)/10) * s.erl * s.farPeak * float64(n)
+	linLevel := 10*math.Log10(eLin/float64(n)+1e-3) - fullScaleDB
+	if !s.haveNoise || linLevel < s.noiseDB+max(s.cfg.NoiseGuardDB, 0) || eLin <= residual {
 		return false, false
 	}
-	linLevel := 10*math.Log10(eLin/float64(n)+1e-3) - fullScaleDB
-	audible = s.haveNoise && linLevel >= s.noiseDB+max(s.cfg.NoiseGuardDB, 0)
-	return audible && r < s.linRed.v-s.cfg.LinearGuardDB, audible
+	// Audible: worth the VAD's ear when the other guards found the user.
+	// User (overriding them): the linear filter's own reduction fell by
+	// the margin too.
+	user = r < s.linRed.v-s.cfg.LinearGuardDB
+	audible = true
+	return user, audible
 }
 
 // LinearGuarded counts reads the linear guard (LinearGuardDB) found the
