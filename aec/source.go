@@ -483,9 +483,6 @@ func (s *Source) Read(dst []int16) (int, error) {
 		}
 		s.erl = s.erlMic / s.erlFar
 	}
-	// When the far end starts after a pause the cancellers let the first
-	// ~100 ms of echo through; there, a mic level the learned echo path
-	// explains is echo too.
 	if linUser && (echo || noiseOnly) && s.farHang > 0 && s.echoReads >= convergedReads {
 		// The main canceller's suppressor hid what its linear filter
 		// left: the user (LinearGuardDB). The guards below still apply.
@@ -495,12 +492,17 @@ func (s *Source) Read(dst []int16) (int, error) {
 		s.linUsed.Add(1)
 		linAudible = false // done
 	}
-	if !echo && s.farHang > 0 && s.farSince <= onsetGuard*Rate/1000 && s.erl > 0 && eMic < 4*s.erl*eFar {
+	// When the far end starts after a pause the cancellers let the first
+	// ~100 ms of echo through; there, a mic level the learned echo path
+	// explains (within 6 dB) is echo too. Against the far end's recent
+	// peak, not this read's level: the room's reverberation of a louder
+	// word just before is in the mic too.
+	if !echo && s.farHang > 0 && s.farSince <= onsetGuard*Rate/1000 && s.erl > 0 && eMic < 4*s.erl*s.farPeak*float64(n) {
 		echo = true
 	}
 	if disturbed && !echo && s.farHang > 0 && s.erl > 0 && eMic < 4*s.erl*s.farPeak*float64(n) {
-		// Likewise after the alignment was disturbed, against the far
-		// end's recent peak (the timeline may be off by the jump).
+		// Likewise after the alignment was disturbed (the timeline may
+		// be off by the jump).
 		echo = true
 		s.guarded.Add(1)
 	}
@@ -512,8 +514,12 @@ func (s *Source) Read(dst []int16) (int, error) {
 		// The mic clipped: a saturated capture is an echo the canceller
 		// cannot model (the clipping is not in its linear echo path), so
 		// what it leaves of it is no evidence of the user. While the far
-		// end plays, such a read and saturatedHoldMS after it are echo.
-		if !echo && s.farHang > 0 {
+		// end plays, such a read and the reads saturatedHoldMS after it
+		// are echo if the learned echo path applied to the far end's
+		// recent peak explains their level (within 6 dB, as the onset
+		// guard): a user who clips the mic over a quieter echo, or well
+		// above a loud one, is not held.
+		if !echo && s.farHang > 0 && s.erl > 0 && eMic < 4*s.erl*s.farPeak*float64(n) {
 			echo = true
 			s.saturatedReads.Add(1)
 		}

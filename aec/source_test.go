@@ -263,59 +263,71 @@ func (m *levelMic) Read(dst []int16) (int, error) {
 	return len(dst), nil
 }
 
-// The saturation guard: a mic read that clipped while the robot speaks is
-// an echo the canceller cannot model, so what it leaves of it counts as
-// echo for saturatedHoldMS; after that the user passes again, and a
-// clipped read with the robot silent (the user shouting) is never held.
+// The saturation guard: a mic read that clipped while the robot speaks
+// loud enough at the mic to clip it is an echo the canceller cannot model,
+// so what it leaves of it counts as echo for saturatedHoldMS; after that
+// the user passes again. A user who clips the mic over a quieter echo, and
+// a user shouting at a silent robot, are never held.
 func TestSaturatedMicIsEcho(t *testing.T) {
-	clk := clock.NewFake()
-	ref, _ := NewReference(clk, 24000)
-	c := &scaler{gain: 1}
-	tap := NewTap(nullSpk{}, ref, clk)
-	mic := &levelMic{clk: clk, rng: rand.New(rand.NewPCG(3, 4)), amp: 2000}
-	s := NewSource(mic, ref, c, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10})
-	rng := rand.New(rand.NewPCG(5, 6))
-	silent, blk, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
-	read := func(far []int16, gainDB float64) {
-		c.gain = math.Pow(10, gainDB/20)
-		for i := range blk {
-			blk[i] = int16(rng.IntN(8000) - 4000)
+	for _, loud := range []bool{true, false} {
+		clk := clock.NewFake()
+		ref, _ := NewReference(clk, 24000)
+		c := &scaler{gain: 1}
+		tap := NewTap(nullSpk{}, ref, clk)
+		mic := &levelMic{clk: clk, rng: rand.New(rand.NewPCG(3, 4)), amp: 2000}
+		s := NewSource(mic, ref, c, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10})
+		rng := rand.New(rand.NewPCG(5, 6))
+		silent, blk, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
+		read := func(far []int16, gainDB float64) {
+			c.gain = math.Pow(10, gainDB/20)
+			for i := range blk {
+				blk[i] = int16(rng.IntN(8000) - 4000)
+			}
+			tap.Write(far)
+			s.Read(frame)
 		}
-		tap.Write(far)
-		s.Read(frame)
-	}
-	for range 100 {
-		read(silent, 0)
-	}
-	for range 300 { // the robot speaks; the canceller removes 30 dB
-		read(blk, -30)
-	}
-	mic.amp, mic.clip = 20000, true // loud echo, clipped: only 5 dB removed
-	read(blk, -5)
-	if !s.EchoDominated() || s.Saturated() != 1 {
-		t.Fatalf("clipped read with the robot speaking: echo-dominated %v, saturated reads %d; want true, 1", s.EchoDominated(), s.Saturated())
-	}
-	mic.clip = false
-	for i := 0; i < saturatedHoldMS/20; i++ {
-		read(blk, -5) // the burst of residual after it
-		if !s.EchoDominated() {
-			t.Fatalf("read %d after the clipped one (within %d ms) is not echo-dominated", i+1, saturatedHoldMS)
+		for range 100 {
+			read(silent, 0)
 		}
-	}
-	read(blk, -5) // the hold is over: 5 dB removed of a loud mic is the user
-	if s.EchoDominated() {
-		t.Errorf("%d ms after the last clipped read the user is still held", saturatedHoldMS+20)
-	}
-	for range 100 { // the robot falls silent, its echo dies away
-		read(silent, -5)
-	}
-	held := s.Saturated()
-	mic.clip = true // the user shouting into a clipping mic
-	for range 10 {
-		read(silent, -5)
-	}
-	if s.EchoDominated() || s.Saturated() != held {
-		t.Errorf("robot silent: echo-dominated %v, saturated reads %d more; want false, none", s.EchoDominated(), s.Saturated()-held)
+		echoAmp := 2000 // −25 dBFS: cannot clip the mic
+		if loud {
+			echoAmp = 20000 // −9 dBFS
+		}
+		mic.amp = echoAmp
+		for range 300 { // the robot speaks; the canceller removes 30 dB
+			read(blk, -30)
+		}
+		mic.amp, mic.clip = 20000, true // clipped: only 5 dB removed
+		read(blk, -5)
+		if s.EchoDominated() != loud || s.Saturated() != map[bool]int64{true: 1, false: 0}[loud] {
+			t.Fatalf("loud echo %v: clipped read with the robot speaking: echo-dominated %v, saturated reads %d; want %v", loud, s.EchoDominated(), s.Saturated(), loud)
+		}
+		if !loud {
+			continue // the user over a quiet echo, heard at once
+		}
+		mic.clip = false
+		for i := 0; i < saturatedHoldMS/20; i++ {
+			read(blk, -5) // the burst of residual after it
+			if !s.EchoDominated() {
+				t.Fatalf("read %d after the clipped one (within %d ms) is not echo-dominated", i+1, saturatedHoldMS)
+			}
+		}
+		read(blk, -5) // the hold is over: 5 dB removed of a loud mic is the user
+		if s.EchoDominated() {
+			t.Errorf("%d ms after the last clipped read the user is still held", saturatedHoldMS+20)
+		}
+		mic.amp = 2000
+		for range 100 { // the robot falls silent, its echo dies away
+			read(silent, -5)
+		}
+		held := s.Saturated()
+		mic.amp, mic.clip = 20000, true // the user shouting into a clipping mic
+		for range 10 {
+			read(silent, -5)
+		}
+		if s.EchoDominated() || s.Saturated() != held {
+			t.Errorf("robot silent: echo-dominated %v, saturated reads %d more; want false, none", s.EchoDominated(), s.Saturated()-held)
+		}
 	}
 }
 
@@ -755,5 +767,57 @@ func TestEchoPathIgnoresTheTail(t *testing.T) {
 			s.Read(frame)
 		}
 		check("after the tail")
+	}
+}
+
+// The onset guard (the first onsetGuard ms after the far end resumes from
+// a pause) judges the mic against the learned echo path applied to the far
+// end's recent peak: a read where the far end is 12 dB quieter than just
+// before still carries the room's echo of the louder one, and with the
+// canceller not yet removing it, it is echo, not the user.
+func TestOnsetGuardFollowsTheRecentPeak(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	c := &scaler{gain: math.Pow(10, -30.0/20)}
+	tap := NewTap(nullSpk{}, ref, clk)
+	mic := &levelMic{clk: clk, rng: rand.New(rand.NewPCG(3, 4)), amp: 300}
+	s := NewSource(mic, ref, c, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10})
+	rng := rand.New(rand.NewPCG(5, 6))
+	far, frame := make([]int16, 480), make([]int16, 320)
+	read := func(farAmp, micAmp int, gainDB float64) {
+		for i := range far {
+			far[i] = 0
+			if farAmp > 0 {
+				far[i] = int16(rng.IntN(2*farAmp+1) - farAmp)
+			}
+		}
+		mic.amp = micAmp
+		c.gain = math.Pow(10, gainDB/20)
+		tap.Write(far)
+		s.Read(frame)
+	}
+	for range 100 {
+		read(0, 300, 0)
+	}
+	for range 300 { // the robot speaks; the echo path learns mic ±2000 over far ±4000
+		read(4000, 2000, -30)
+	}
+	for range 60 { // a pause: the far end's hang-over and the echo end
+		read(0, 300, 0)
+	}
+	read(4000, 2000, -3) // the reply resumes; the canceller lets it through
+	if !s.EchoDominated() {
+		t.Fatalf("the first read after the pause is not echo")
+	}
+	read(1000, 2000, -3) // a quieter word; the mic still rings with the loud one
+	if !s.EchoDominated() {
+		t.Errorf("the room's echo of the louder word 20 ms before counts as the user")
+	}
+	for range 20 { // past the onset guard, at the same level: the user (the canceller removes 3 dB)
+		read(1000, 2000, -30)
+	}
+	read(1000, 8000, -3)
+	if s.EchoDominated() {
+		t.Errorf("a user 12 dB above the echo, after the onset guard, counts as echo")
 	}
 }
