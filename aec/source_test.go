@@ -616,6 +616,46 @@ func (g *gainFilter) Process(out, near, _ []int16) {
 func (g *gainFilter) Reset()       {}
 func (g *gainFilter) Close() error { return nil }
 
+// dualRig is a Source over a dual-path canceller whose main canceller
+// and linear filter remove set amounts (dB) of the mic, for the linear
+// guard's tests.
+type dualRig struct {
+	s                  *Source
+	mic                *levelMic
+	main               *scaler
+	lin                *gainFilter
+	tap                *Tap
+	rng                *rand.Rand
+	silent, blk, frame []int16
+}
+
+func newDualRig(lg float64) *dualRig {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	r := &dualRig{main: &scaler{gain: 1}, lin: &gainFilter{gain: 1},
+		mic: &levelMic{clk: clk, rng: rand.New(rand.NewPCG(7, 8)), amp: 300},
+		rng: rand.New(rand.NewPCG(9, 10)), silent: make([]int16, 480), blk: make([]int16, 480), frame: make([]int16, 320)}
+	r.tap = NewTap(nullSpk{}, ref, clk)
+	r.s = NewSource(r.mic, ref, newDual(r.main, r.lin, true), clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10, LinearGuardDB: lg})
+	return r
+}
+
+// read plays far (r.blk: fresh noise) and reads one 20 ms frame with the
+// mic at amplitude amp; mainDB ≤ −100 makes the main canceller output
+// digital silence.
+func (r *dualRig) read(far []int16, amp int, mainDB, linDB float64) {
+	r.mic.amp = amp
+	r.main.gain, r.lin.gain = 0, math.Pow(10, linDB/20)
+	if mainDB > -100 {
+		r.main.gain = math.Pow(10, mainDB/20)
+	}
+	for i := range r.blk {
+		r.blk[i] = int16(r.rng.IntN(8000) - 4000)
+	}
+	r.tap.Write(far)
+	r.s.Read(r.frame)
+}
+
 // The linear guard (LinearGuardDB): the main canceller's suppressor
 // outputs digital silence while the robot speaks, the user's onset too;
 // the linear filter, which removes 20 dB of echo and little of the user,
@@ -624,27 +664,8 @@ func (g *gainFilter) Close() error { return nil }
 // dropping only to the room's noise (a pause of the echo) stays echo.
 func TestLinearGuardFindsWhatTheSuppressorHides(t *testing.T) {
 	for _, lg := range []float64{0, 10} {
-		clk := clock.NewFake()
-		ref, _ := NewReference(clk, 24000)
-		main, lin := &scaler{gain: 1}, &gainFilter{gain: 1}
-		d := newDual(main, lin, true)
-		tap := NewTap(nullSpk{}, ref, clk)
-		mic := &levelMic{clk: clk, rng: rand.New(rand.NewPCG(7, 8)), amp: 300}
-		s := NewSource(mic, ref, d, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10, LinearGuardDB: lg})
-		rng := rand.New(rand.NewPCG(9, 10))
-		silent, blk, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
-		read := func(far []int16, amp int, mainDB, linDB float64) {
-			mic.amp = amp
-			main.gain, lin.gain = 0, math.Pow(10, linDB/20)
-			if mainDB > -100 {
-				main.gain = math.Pow(10, mainDB/20)
-			}
-			for i := range blk {
-				blk[i] = int16(rng.IntN(8000) - 4000)
-			}
-			tap.Write(far)
-			s.Read(frame)
-		}
+		r := newDualRig(lg)
+		s, read, silent, blk := r.s, r.read, r.silent, r.blk
 		for range 100 { // the robot is silent: the noise floor
 			read(silent, 300, 0, 0)
 		}
@@ -681,24 +702,8 @@ func TestLinearGuardFindsWhatTheSuppressorHides(t *testing.T) {
 // the canceller's.
 func TestLinearOutputHeardWhenTheGuardFindsTheUser(t *testing.T) {
 	for _, lg := range []float64{0, 10} {
-		clk := clock.NewFake()
-		ref, _ := NewReference(clk, 24000)
-		main, lin := &scaler{gain: 1}, &gainFilter{gain: 1}
-		d := newDual(main, lin, true)
-		tap := NewTap(nullSpk{}, ref, clk)
-		mic := &levelMic{clk: clk, rng: rand.New(rand.NewPCG(7, 8)), amp: 300}
-		s := NewSource(mic, ref, d, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10, LinearGuardDB: lg})
-		rng := rand.New(rand.NewPCG(9, 10))
-		silent, blk, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
-		read := func(far []int16, amp int, mainDB, linDB float64) {
-			mic.amp = amp
-			main.gain, lin.gain = math.Pow(10, mainDB/20), math.Pow(10, linDB/20)
-			for i := range blk {
-				blk[i] = int16(rng.IntN(8000) - 4000)
-			}
-			tap.Write(far)
-			s.Read(frame)
-		}
+		r := newDualRig(lg)
+		s, read, silent, blk := r.s, r.read, r.silent, r.blk
 		for range 100 {
 			read(silent, 300, 0, 0)
 		}
