@@ -183,7 +183,6 @@ type Source struct {
 	erle             stepMedian // the canceller's echo reduction (dB) on reads with the far end playing
 	linRed           stepMedian // LinearGuardDB: the linear filter's reduction (dB) on the same reads
 	linUsed          atomic.Int64
-	linHeard         atomic.Int64 // reads the guards found the user in whose linear output the VAD judged
 	dt               doubleTalker // the canceller, if it adapts to double talk
 	lin              linearOuter  // the canceller, if its uplink is a linear filter's output (Options.Uplink)
 	dec              []int16      // with lin: the canceller's output of the last Read (DecisionFrame)
@@ -547,7 +546,6 @@ func (s *Source) Read(dst []int16) (int, error) {
 		// output, not what the suppressor left of the user.
 		fr := n / FrameSamples * FrameSamples
 		copy(s.dec[:fr], dst[:fr])
-		s.linHeard.Add(1)
 	}
 	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && (echo || noiseOnly))
 	if s.lin != nil && s.lin.Gated() {

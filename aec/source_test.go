@@ -263,6 +263,38 @@ func (m *levelMic) Read(dst []int16) (int, error) {
 	return len(dst), nil
 }
 
+// guardRig is a Source over a canceller that removes a set amount (dB) of
+// a mic capturing uniform noise, for the guards' tests.
+type guardRig struct {
+	s                  *Source
+	mic                *levelMic
+	c                  *scaler
+	tap                *Tap
+	rng                *rand.Rand
+	silent, blk, frame []int16
+}
+
+func newGuardRig(cfg SourceConfig) *guardRig {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	r := &guardRig{c: &scaler{gain: 1}, mic: &levelMic{clk: clk, rng: rand.New(rand.NewPCG(3, 4)), amp: 2000},
+		rng: rand.New(rand.NewPCG(5, 6)), silent: make([]int16, 480), blk: make([]int16, 480), frame: make([]int16, 320)}
+	r.tap = NewTap(nullSpk{}, ref, clk)
+	r.s = NewSource(r.mic, ref, r.c, clk, cfg)
+	return r
+}
+
+// read plays far (r.blk: fresh noise) and reads one 20 ms frame, the
+// canceller removing -gainDB.
+func (r *guardRig) read(far []int16, gainDB float64) {
+	r.c.gain = math.Pow(10, gainDB/20)
+	for i := range r.blk {
+		r.blk[i] = int16(r.rng.IntN(8000) - 4000)
+	}
+	r.tap.Write(far)
+	r.s.Read(r.frame)
+}
+
 // The saturation guard: a mic read that clipped while the robot speaks
 // loud enough at the mic to clip it is an echo the canceller cannot model,
 // so what it leaves of it counts as echo for saturatedHoldMS; after that
@@ -270,22 +302,8 @@ func (m *levelMic) Read(dst []int16) (int, error) {
 // a user shouting at a silent robot, are never held.
 func TestSaturatedMicIsEcho(t *testing.T) {
 	for _, loud := range []bool{true, false} {
-		clk := clock.NewFake()
-		ref, _ := NewReference(clk, 24000)
-		c := &scaler{gain: 1}
-		tap := NewTap(nullSpk{}, ref, clk)
-		mic := &levelMic{clk: clk, rng: rand.New(rand.NewPCG(3, 4)), amp: 2000}
-		s := NewSource(mic, ref, c, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10})
-		rng := rand.New(rand.NewPCG(5, 6))
-		silent, blk, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
-		read := func(far []int16, gainDB float64) {
-			c.gain = math.Pow(10, gainDB/20)
-			for i := range blk {
-				blk[i] = int16(rng.IntN(8000) - 4000)
-			}
-			tap.Write(far)
-			s.Read(frame)
-		}
+		r := newGuardRig(SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10})
+		s, mic, read, silent, blk := r.s, r.mic, r.read, r.silent, r.blk
 		for range 100 {
 			read(silent, 0)
 		}
@@ -342,22 +360,8 @@ func TestNoiseGuardHoldsWhatTheNoiseExplains(t *testing.T) {
 		noiseGuard float64
 		wantNoise  bool // the released noise is echo-dominated
 	}{{0, true}, {6, true}, {-1, false}} {
-		clk := clock.NewFake()
-		ref, _ := NewReference(clk, 24000)
-		c := &scaler{gain: 1}
-		tap := NewTap(nullSpk{}, ref, clk)
-		mic := &levelMic{clk: clk, rng: rand.New(rand.NewPCG(3, 4)), amp: 2000}
-		s := NewSource(mic, ref, c, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10, NoiseGuardDB: tc.noiseGuard})
-		rng := rand.New(rand.NewPCG(5, 6))
-		silent, blk, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
-		read := func(far []int16, gainDB float64) {
-			c.gain = math.Pow(10, gainDB/20)
-			for i := range blk {
-				blk[i] = int16(rng.IntN(8000) - 4000)
-			}
-			tap.Write(far)
-			s.Read(frame)
-		}
+		r := newGuardRig(SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10, NoiseGuardDB: tc.noiseGuard})
+		s, mic, read, silent, blk := r.s, r.mic, r.read, r.silent, r.blk
 		for range 100 { // the robot is silent: the noise floor
 			read(silent, 0)
 		}
