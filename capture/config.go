@@ -116,6 +116,13 @@ type VADConfig struct {
 	// see vad.SpectralConfig.HangoverMS; not with auto, which uses
 	// spectral's defaults).
 	DetectorMode int `yaml:"detector_mode"`
+	// BackgroundDB is the spectral (and voiced) detector's speech-like
+	// background guard (vad.Options.BackgroundDB): in babble, a
+	// television or a room of talkers, a frame is speech only when it is
+	// this much louder than that background. 0: the default
+	// (vad.DefaultBackgroundDB, 10); negative: off; at most 40. Ignored by
+	// the other detectors.
+	BackgroundDB float64 `yaml:"background_db"`
 }
 
 // WithDefaults returns c with zero fields replaced by defaults.
@@ -187,6 +194,9 @@ func (c Config) Validate() error {
 	}
 	if v.FloorRiseDBPerS < 0 || v.FloorRiseDBPerS > maxFloorRiseDBPerS {
 		rng("vad.floor_rise_db_per_s", v.FloorRiseDBPerS, 0, maxFloorRiseDBPerS)
+	}
+	if v.BackgroundDB > vad.MaxBackgroundDB {
+		errs.Add("vad.background_db", v.BackgroundDB, fmt.Sprintf("out of range: at most %v", vad.MaxBackgroundDB), "negative: off, 0: the default")
 	}
 	if v.PreRollMS < 0 || v.PreRollMS > maxPreRollMS {
 		rng("vad.preroll_ms", v.PreRollMS, 0, maxPreRollMS)

@@ -477,6 +477,8 @@ func TestConfigValidate(t *testing.T) {
 		{"stop above start", Config{VAD: VADConfig{StartDB: 10, StopDB: 11}}, "vad.stop_db: 11: out of range 0..start_db (10)"},
 		{"min floor", Config{VAD: VADConfig{MinFloorDBFS: -10}}, "vad.min_floor_dbfs: -10: out of range -100..-20"},
 		{"floor rise", Config{VAD: VADConfig{FloorRiseDBPerS: -1}}, "vad.floor_rise_db_per_s: -1"},
+		{"background off", Config{VAD: VADConfig{BackgroundDB: -1}}, ""},
+		{"background", Config{VAD: VADConfig{BackgroundDB: 41}}, "vad.background_db: 41: out of range: at most 40"},
 		{"preroll", Config{VAD: VADConfig{PreRollMS: -5}}, "vad.preroll_ms: -5: out of range 0..2000"},
 		{"hangover", Config{VAD: VADConfig{HangoverMS: 9000}}, "vad.hangover_ms: 9000: out of range 0..5000"},
 		{"min speech", Config{VAD: VADConfig{MinSpeechMS: 1001}}, "vad.min_speech_ms: 1001"},

@@ -119,6 +119,7 @@ type VAD struct {
 	MaxUtteranceMS  int     `yaml:"max_utterance_ms"`
 	Detector        string  `yaml:"detector"`
 	DetectorMode    int     `yaml:"detector_mode"`
+	BackgroundDB    float64 `yaml:"background_db"`
 }
 
 // Playback configures the jitter buffer.

@@ -32,7 +32,13 @@ type VADScene struct {
 	// IdleMS of noise alone follow the last trial; utterances the pump
 	// starts there are IdleStarts (its frames are not in the frame counts).
 	IdleMS int
-	Noise  string
+	// WarmupMS of noise alone precede the lead: the detector and the pump
+	// run through them (a mic that has been on for a while, so that
+	// detectors that learn their background have learnt it), and nothing
+	// there is counted: no frames, no starts (an utterance started there
+	// that runs into a phrase still clips it).
+	WarmupMS int
+	Noise    string
 	// NoiseRec, when set, is the noise instead of Noise: a 16 kHz
 	// recording looped from a position chosen by the seed
 	// (room.NewRecordedNoise with Seed+1).
@@ -150,7 +156,8 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	Scale(near, level-ActiveLevel(near, NearRate))
 
 	slot := (3*len(near) + micFrame - 1) / micFrame * micFrame
-	lead := sc.LeadMS * NearRate / 1000 / micFrame * micFrame
+	warm := max(sc.WarmupMS, 0) * NearRate / 1000 / micFrame * micFrame
+	lead := warm + sc.LeadMS*NearRate/1000/micFrame*micFrame
 	gap := sc.GapMS * NearRate / 1000 / micFrame * micFrame
 	trials := lead + sc.Trials*(slot+gap)
 	total := trials + max(sc.IdleMS, 0)*NearRate/1000/micFrame*micFrame
@@ -212,7 +219,7 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	res := VADResult{Detector: v.Detector, Phrases: len(phrases)}
 
 	// The detector alone.
-	det, err := vad.New(vad.Options{Kind: v.Detector, FrameMS: frameMS, Mode: v.DetectorMode,
+	det, err := vad.New(vad.Options{Kind: v.Detector, FrameMS: frameMS, Mode: v.DetectorMode, BackgroundDB: v.BackgroundDB,
 		Energy: vad.EnergyConfig{StartDB: v.StartDB, StopDB: v.StopDB, MinFloorDBFS: v.MinFloorDBFS, FloorRiseDBPerS: v.FloorRiseDBPerS}})
 	if err != nil {
 		return VADResult{}, err
@@ -220,8 +227,8 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	called := make([]bool, len(labels))
 	for i := range called {
 		called[i] = det.Speech(mic[i*micFrame:(i+1)*micFrame], false)
-		if i*micFrame >= trials {
-			continue // the idle stretch: starts only
+		if i*micFrame >= trials || i*micFrame < warm {
+			continue // the idle stretch (starts only) or the warm-up
 		}
 		res.Frames.count(called[i], labels[i])
 		res.FramesActive.count(called[i], active[i])
@@ -252,6 +259,9 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	hang := time.Duration(v.HangoverMS) * time.Millisecond
 	used := make([]bool, len(phrases))
 	for _, st := range sink.starts {
+		if st.at < dur(warm) {
+			continue
+		}
 		if st.at >= dur(trials) {
 			res.IdleStarts++
 			continue

@@ -155,3 +155,35 @@ func TestRunVADIdle(t *testing.T) {
 	}
 	t.Logf("idle starts in 20 s: %d", b.IdleStarts)
 }
+
+// A warm-up runs the detector and the pump through noise alone and counts
+// nothing there: the frames counted are the same as without it, and the
+// utterances a touchy detector starts in 20 s of babble alone (counted as
+// idle starts when the same noise follows the trials) are not false starts.
+func TestRunVADWarmup(t *testing.T) {
+	near := Synthetic(1200*time.Millisecond, 3)
+	sc := VADScene{Near: near, Trials: 2, Noise: room.NoiseBabble, SNRDB: 0, Seed: 4,
+		VAD: capture.VADConfig{Detector: "energy", StartDB: 3, StopDB: 3, MinSpeechMS: 20, HangoverMS: 60, FloorRiseDBPerS: 0.2}}
+	a, err := RunVAD(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.IdleMS = 20000
+	idle, err := RunVAD(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.IdleMS, sc.WarmupMS = 0, 20000
+	w, err := RunVAD(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := func(c VADCounts) int { return c.TP + c.FP + c.FN + c.TN }
+	if total(w.Frames) != total(a.Frames) || total(w.FramesP56) != total(a.FramesP56) {
+		t.Errorf("frames counted with a warm-up %+v, without %+v", w.Frames, a.Frames)
+	}
+	if idle.IdleStarts < 3 || w.FalseStarts > a.FalseStarts || w.IdleStarts != 0 {
+		t.Errorf("starts in 20 s of noise alone %d; false starts without warm-up %d, with %d (idle %d)", idle.IdleStarts, a.FalseStarts, w.FalseStarts, w.IdleStarts)
+	}
+	t.Logf("idle starts in 20 s: %d; false starts %d → %d with the warm-up", idle.IdleStarts, a.FalseStarts, w.FalseStarts)
+}

@@ -42,6 +42,9 @@ import "math"
 //     pump, whose own hangover (600 ms) already covers tails
 //     (docs/benchmarks.md "VAD on speech in noise").
 //
+//   - Optionally (SpectralConfig.BackgroundDB; on through New) a guard
+//     against a speech-like background (background.go).
+//
 //   - Optionally (SpectralConfig.Voicing, KindVoiced; off in
 //     KindSpectral) periodicity evidence: the power spectrum of the last
 //     32 ms (Hann, 1024-point FFT, 94 Hz–4 kHz) minus twice the noise
@@ -113,6 +116,16 @@ type SpectralConfig struct {
 	// evidence").
 	Voicing       float64
 	VoicingMargin float64
+	// BackgroundDB, when positive, turns on the speech-like background
+	// guard (babble, a television, a room of people talking; see
+	// background.go): when even the quietest quarter of the last 4 s of
+	// hops looks like speech and its level is steady, the background
+	// itself is speech and the noise estimate cannot hold it; a hop is
+	// then speech only when its level is BackgroundDB or more above the
+	// background's (a talker nearer than the room). Off (0) in
+	// SpectralConfig; vad.New sets DefaultBackgroundDB unless
+	// Options.BackgroundDB says otherwise.
+	BackgroundDB float64
 }
 
 // Spectral is the statistical-model detector (KindSpectral). It takes any
@@ -147,6 +160,9 @@ type Spectral struct {
 	pscale               float64 // noise power per pitch bin over noise power per spectral bin
 	voiced               float64 // the last hop's periodicity score
 	vmed                 float64 // its running median
+
+	// Speech-like background guard (SpectralConfig.BackgroundDB).
+	bg *background
 }
 
 // NewSpectral returns a spectral detector.
@@ -189,6 +205,9 @@ func NewSpectral(c SpectralConfig) *Spectral {
 			}
 			d.wacf[lag] = r / p2
 		}
+	}
+	if c.BackgroundDB > 0 {
+		d.bg = newBackground(c.BackgroundDB)
 	}
 	sigma := 32768 * math.Pow(10, c.MinFloorDBFS/20)
 	d.floor = sigma * sigma * w2
@@ -304,6 +323,15 @@ func (d *Spectral) hop() {
 	}
 	if d.hops < mcraInit {
 		d.llr = 0 // still learning the noise: no evidence either way
+	}
+	if d.bg != nil {
+		var level float64
+		for _, p := range pow {
+			level += p
+		}
+		if d.bg.gate(level, d.llr, d.adapt && d.hops >= mcraInit) {
+			d.llr = min(d.llr, 0) // under the background: no evidence of speech
+		}
 	}
 
 	// Two-state HMM: prior from the last posterior, posterior log odds.

@@ -107,17 +107,7 @@ func syllables(n int, f0, sylMS, gapMS float64, rng *rand.Rand) ([]float64, []in
 // mix returns voice scaled so that its RMS over speech frames is at
 // levelDB dBFS plus pink noise at levelDB-snrDB dBFS.
 func mix(voice []float64, truth []int, levelDB, snrDB float64, seed uint64) []int16 {
-	var e float64
-	var n int
-	for k, on := range truth {
-		if on == 1 {
-			for _, v := range voice[k*320 : (k+1)*320] {
-				e += v * v
-			}
-			n += 320
-		}
-	}
-	g := 32768 * math.Pow(10, levelDB/20) / math.Sqrt(e/float64(n))
+	g := 32768 * math.Pow(10, levelDB/20) / rmsOf(voice, truth)
 	gn := 32768 * math.Pow(10, (levelDB-snrDB)/20)
 	p := pinkGen{rng: rand.New(rand.NewPCG(seed, 7))}
 	out := make([]int16, len(voice))

@@ -12,6 +12,9 @@
 //     hangover; pure Go, the capture pump's default without an echo
 //     canceller: see Spectral, capture.DetectorAuto and docs/benchmarks.md
 //     "VAD on speech in noise");
+//     Both take a speech-like background guard, on by default
+//     (Options.BackgroundDB): in babble, a television or a room of
+//     talkers, only a voice louder than that background is speech.
 //   - KindVoiced: KindSpectral with periodicity (voicing) evidence from
 //     the noise-suppressed spectrum (SpectralConfig.Voicing; pure Go,
 //     optional: measured, it finds a few per cent more speech frames in
@@ -82,6 +85,10 @@ type Options struct {
 	// and voiced the decision hangover in ms, 0..200
 	// (SpectralConfig.HangoverMS, default 0).
 	Mode int
+	// BackgroundDB is KindSpectral's and KindVoiced's speech-like
+	// background guard (SpectralConfig.BackgroundDB): 0 takes
+	// DefaultBackgroundDB, a negative value turns it off, at most 40.
+	BackgroundDB float64
 	// Energy tunes KindEnergy (zero fields: capture's defaults); its
 	// MinFloorDBFS also bounds KindSpectral's noise estimate.
 	Energy EnergyConfig
@@ -101,6 +108,15 @@ func New(o Options) (Detector, error) {
 	default:
 		return nil, fmt.Errorf("%w: frame_ms %d is not 10, 20, 30, 40 or 60", ErrConfig, o.FrameMS)
 	}
+	bg := o.BackgroundDB
+	switch {
+	case bg == 0:
+		bg = DefaultBackgroundDB
+	case bg < 0:
+		bg = 0
+	case bg > MaxBackgroundDB:
+		return nil, fmt.Errorf("%w: background guard %g dB out of range: at most %g (negative: off)", ErrConfig, o.BackgroundDB, MaxBackgroundDB)
+	}
 	switch o.Kind {
 	case KindEnergy, "":
 		return NewEnergy(o.Energy, o.FrameMS), nil
@@ -108,12 +124,12 @@ func New(o Options) (Detector, error) {
 		if o.Mode < 0 || o.Mode > specMaxHangMS {
 			return nil, fmt.Errorf("%w: spectral mode (hangover ms) %d out of range 0..%d", ErrConfig, o.Mode, specMaxHangMS)
 		}
-		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode}), nil
+		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, BackgroundDB: bg}), nil
 	case KindVoiced:
 		if o.Mode < 0 || o.Mode > specMaxHangMS {
 			return nil, fmt.Errorf("%w: voiced mode (hangover ms) %d out of range 0..%d", ErrConfig, o.Mode, specMaxHangMS)
 		}
-		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, Voicing: voicedWeight, VoicingMargin: voicedMargin}), nil
+		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, Voicing: voicedWeight, VoicingMargin: voicedMargin, BackgroundDB: bg}), nil
 	case KindWebRTC:
 		if o.Mode < 0 || o.Mode > 3 {
 			return nil, fmt.Errorf("%w: webrtc mode %d out of range 0..3", ErrConfig, o.Mode)

@@ -47,10 +47,12 @@ at several SNRs, no echo: --near takes a comma-separated list of WAVs
 (default: five espeak-ng phrases in five voices), --replies phrases per
 WAV and seed, --vad-seeds seeds, --vad-noises and --vad-snrs the grid
 (--vad-noise-wav adds recorded noises, e.g. a multi-talker babble),
---vad-detectors the candidates (kind[:mode], ns+ prefix for the noise
-suppressor first; spectral's mode is its decision hangover in ms),
+--vad-detectors the candidates (kind[:mode][/dB], ns+ prefix for the noise
+suppressor first; spectral's mode is its decision hangover in ms, /dB its
+speech-like background guard's margin, /-1 off),
 --vad-min-speech-ms the pump's min speech, --vad-idle-s seconds of noise
-alone after each phrase's trials (false starts per minute). Frame
+alone after each phrase's trials (false starts per minute), --vad-warmup-s
+seconds of noise alone before them, run through but not counted. Frame
 precision/recall/false positives are the detector's raw decisions per
 20 ms frame against three labellings of the clean phrase (see
 duplex.Labels, duplex.LabelsActive, duplex.LabelsP56); onsets and clipped
@@ -64,7 +66,7 @@ type duplexFlags struct {
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                   int
 	bargeIn, vadCompare, ns, driftComp, speakerClock                                                                  bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs                                                                    string
-	vadSeeds, vadMinSpeech, vadIdle                                                                                   int
+	vadSeeds, vadMinSpeech, vadIdle, vadWarmup                                                                        int
 	ser, snr, farDB, dtDB, guardDB, linGuardDB                                                                        float64
 	rc                                                                                                                room.Config
 }
@@ -171,9 +173,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.vadNoiseWAVs, "vad-noise-wav", "", "--vad-compare: recorded noises (WAVs, comma-separated; e.g. multi-talker babble), each looped from a seed-chosen position, after --vad-noises (\"\" for none)")
 	fs.StringVar(&f.vadSNRs, "vad-snrs", "20,10,5,0", "--vad-compare: SNRs in dB, comma-separated")
 	fs.IntVar(&f.vadSeeds, "vad-seeds", 2, "--vad-compare: noise seeds per phrase (--seed, --seed+1, ...)")
+	fs.IntVar(&f.vadWarmup, "vad-warmup-s", 0, "--vad-compare: seconds of noise alone before each stream, run through but not counted (detectors that learn their background have learnt it)")
 	fs.IntVar(&f.vadIdle, "vad-idle-s", 0, "--vad-compare: seconds of noise alone after each phrase's trials (utterances started there: idle starts/min)")
 	fs.IntVar(&f.vadMinSpeech, "vad-min-speech-ms", 0, "--vad-compare: the pump's min speech in ms (0: capture's default, 60)")
-	fs.StringVar(&f.vadDetectors, "vad-detectors", "", "--vad-compare: candidates, comma-separated kind[:mode] with optional ns+ prefix (default: every one built in)")
+	fs.StringVar(&f.vadDetectors, "vad-detectors", "", "--vad-compare: candidates, comma-separated kind[:mode][/background dB, -1 off] with optional ns+ prefix (default: every one built in)")
 	fs.StringVar(&f.echoPlayed, "echo-played", "", "with --echo-recorded: measure a real echo path (make hil): the WAV played through the speaker")
 	fs.StringVar(&f.echoRecorded, "echo-recorded", "", "the WAV the mic recorded meanwhile; prints the delay and echo gain (ERL)")
 	if err := fs.Parse(args); err != nil {

@@ -40,6 +40,17 @@ func parseVADCandidate(s string) (vadCandidate, error) {
 	c := vadCandidate{name: s}
 	rest, ns := strings.CutPrefix(s, "ns+")
 	c.ns = ns
+	rest, bg, hasBG := strings.Cut(rest, "/")
+	if hasBG {
+		v, err := strconv.ParseFloat(bg, 64)
+		if err != nil || v == 0 {
+			return c, fmt.Errorf("--vad-detectors %q: background guard %q is not a non-zero number of dB (negative: off)", s, bg)
+		}
+		if v > vad.MaxBackgroundDB {
+			return c, fmt.Errorf("--vad-detectors %q: background guard %g dB out of range: at most %g (negative: off)", s, v, vad.MaxBackgroundDB)
+		}
+		c.cfg.BackgroundDB = v
+	}
 	kind, mode, hasMode := strings.Cut(rest, ":")
 	if !slices.Contains(vad.Kinds, kind) {
 		return c, fmt.Errorf("--vad-detectors %q: kind %q is not one of %v", s, kind, vad.Kinds)
@@ -70,8 +81,9 @@ func defaultVADCandidates() []string {
 		}
 		out = append(out, k)
 		if k == vad.KindSpectral {
-			// With its optional decision hangover (50 ms after 50 ms bursts).
-			out = append(out, k+":50")
+			// With its optional decision hangover (50 ms after 50 ms
+			// bursts), and without its speech-like background guard.
+			out = append(out, k+":50", k+"/-1")
 		}
 	}
 	if slices.Contains(aec.Available(), aec.KindWebRTC) {
@@ -172,6 +184,9 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 	if f.vadIdle < 0 || f.vadIdle > 3600 {
 		return fail(2, "--vad-idle-s %d out of range 0..3600", f.vadIdle)
 	}
+	if f.vadWarmup < 0 || f.vadWarmup > 600 {
+		return fail(2, "--vad-warmup-s %d out of range 0..600", f.vadWarmup)
+	}
 	if f.vadMinSpeech < 0 || f.vadMinSpeech > 1000 {
 		return fail(2, "--vad-min-speech-ms %d out of range 0..1000", f.vadMinSpeech)
 	}
@@ -195,6 +210,9 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "frames: P/R/FP against labels L40 (clean frame above max(-60 dBFS, loudest - 40 dB)), P56 (within 15.9 dB of the active level)")
 	fmt.Fprintln(stdout, "  and P.56B (ITU-T P.56 method B activity: envelope 15.9 dB below the P.56 active level, 200 ms hangover);")
+	if f.vadWarmup > 0 {
+		fmt.Fprintf(stdout, "warm-up: %d s of noise alone before each stream's lead, not counted\n", f.vadWarmup)
+	}
 	fmt.Fprintln(stdout, "onset: raw = end of the detector's first speech frame - phrase onset (L40; 20 ms best); pump = utterance start decision - onset (L40, and P56; min speech best)")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "detector\tnoise\tSNR\tL40 P/R/FP\tP56 P/R/FP\tP.56B P/R/FP\traw onset p50/p95\tpump onset p50/p95\tpump onset (P56)\tclipped\tfalse starts\tidle starts/min")
@@ -208,7 +226,7 @@ cand:
 				for _, p := range phrases {
 					for s := range f.vadSeeds {
 						r, err := duplex.RunVAD(duplex.VADScene{Near: p.samples, Trials: f.replies, GapMS: f.gapMS, Noise: noise, NoiseRec: recorded[noise], SNRDB: snr,
-							Seed: uint64(f.seed + s), VAD: c.cfg, NS: c.ns, IdleMS: 1000 * f.vadIdle})
+							Seed: uint64(f.seed + s), VAD: c.cfg, NS: c.ns, IdleMS: 1000 * f.vadIdle, WarmupMS: 1000 * f.vadWarmup})
 						if errors.Is(err, vad.ErrNotBuiltIn) || errors.Is(err, aec.ErrNotBuiltIn) {
 							fmt.Fprintf(stdout, "%s: not built in (%v)\n", c.name, err)
 							continue cand

@@ -22,8 +22,12 @@ func TestVADCompareFlagErrors(t *testing.T) {
 		{[]string{"--vad-seeds", "0"}, "--vad-seeds 0"},
 		{[]string{"--vad-min-speech-ms", "-20"}, "--vad-min-speech-ms -20"},
 		{[]string{"--vad-idle-s", "-1"}, "--vad-idle-s -1"},
+		{[]string{"--vad-warmup-s", "601"}, "--vad-warmup-s 601 out of range 0..600"},
 		{[]string{"--vad-detectors", "energy,neural"}, `kind "neural"`},
 		{[]string{"--vad-detectors", "webrtc:x"}, `mode "x"`},
+		{[]string{"--vad-detectors", "spectral/loud"}, `background guard "loud"`},
+		{[]string{"--vad-detectors", "spectral/0"}, `background guard "0"`},
+		{[]string{"--vad-detectors", "spectral/50"}, "background guard 50 dB out of range"},
 		{[]string{"--near", "/nonexistent/a.wav"}, `--near "/nonexistent/a.wav"`},
 		{[]string{"--vad-noise-wav", "/nonexistent/n.wav"}, `--vad-noise-wav "/nonexistent/n.wav"`},
 		{[]string{"--vad-noises", ""}, "both empty"},
@@ -55,7 +59,7 @@ func TestVADCompareRuns(t *testing.T) {
 		paths = append(paths, p)
 	}
 	code, stdout, errs := runCLI("duplex-bench", "--vad-compare", "--near", strings.Join(paths, ","), "--replies", "2", "--vad-seeds", "1",
-		"--vad-noises", "pink,motor", "--vad-snrs", "10", "--vad-detectors", "energy,spectral,spectral:50", "--vad-min-speech-ms", "40", "--vad-idle-s", "3")
+		"--vad-noises", "pink,motor", "--vad-snrs", "10", "--vad-detectors", "energy,spectral,spectral:50/-1", "--vad-min-speech-ms", "40", "--vad-idle-s", "3")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -65,7 +69,7 @@ func TestVADCompareRuns(t *testing.T) {
 	rows := 0
 	for _, l := range strings.Split(stdout, "\n") {
 		f := strings.Fields(l)
-		if len(f) > 3 && (f[0] == "energy" || f[0] == "spectral" || f[0] == "spectral:50") && (f[1] == "pink" || f[1] == "motor") && f[2] == "10" {
+		if len(f) > 3 && (f[0] == "energy" || f[0] == "spectral" || f[0] == "spectral:50/-1") && (f[1] == "pink" || f[1] == "motor") && f[2] == "10" {
 			rows++
 		}
 	}
