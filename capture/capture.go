@@ -106,4 +106,9 @@ const (
 	MetricDropped    = "robot_agent_capture_dropped_frames_total"
 	MetricUtterances = "robot_agent_capture_utterances_total"
 	MetricReadErrors = "robot_agent_capture_read_errors_total"
+	// MetricBackground is 1 while the VAD's speech-like background guard
+	// is on (vad.BackgroundGuarded), MetricBackgroundFrames counts the
+	// frames judged so.
+	MetricBackground       = "robot_agent_capture_vad_speechlike_background"
+	MetricBackgroundFrames = "robot_agent_capture_vad_speechlike_background_frames_total"
 )

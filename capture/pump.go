@@ -37,11 +37,17 @@ type Pump struct {
 	gate     atomic.Pointer[gateRef]
 
 	frames, dropped, utterances, readErrors *metrics.Counter
+	bgFrames                                *metrics.Counter
+	bgGauge                                 *metrics.Gauge
 
 	// det replaces the built-in energy decision (nil: energy); detAdapt is
 	// det when it learns the noise (vad.Adapter).
 	det      vad.Detector
 	detAdapt vad.Adapter
+	// detBG is det when it has a speech-like background guard; bgOn is
+	// the guard's state at the last frame (Run goroutine).
+	detBG vad.BackgroundGuarded
+	bgOn  bool
 	// auto: vad.detector auto (det is spectral); useEnergy: auto with an
 	// onset guard, so the built-in energy decision is used.
 	auto, useEnergy bool
@@ -103,6 +109,8 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 		dropped:    reg.Counter(MetricDropped, "Mic frames the uplink dropped."),
 		utterances: reg.Counter(MetricUtterances, "Mic utterances started."),
 		readErrors: reg.Counter(MetricReadErrors, "Mic read failures (each ends a Run)."),
+		bgFrames:   reg.Counter(MetricBackgroundFrames, "Mic frames the VAD judged with a speech-like background (babble, a television): speech had to be louder than it."),
+		bgGauge:    reg.Gauge(MetricBackground, "1 while the VAD hears a speech-like background (babble, a television) and asks for a louder voice."),
 	}
 	ringLen := 1
 	if p.vad {
@@ -126,6 +134,7 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 			}
 			p.det = d
 			p.detAdapt, _ = d.(vad.Adapter)
+			p.detBG, _ = d.(vad.BackgroundGuarded)
 		}
 	}
 	if g, ok := src.(OnsetGuard); ok {
@@ -300,7 +309,9 @@ func (p *Pump) processDetector(cur *slot) {
 			p.endUtterance()
 			return
 		}
-		p.inUttFrame(cur, p.det.Speech(p.decision(cur.samples), true))
+		speech := p.det.Speech(p.decision(cur.samples), true)
+		p.noteBackground()
+		p.inUttFrame(cur, speech)
 		return
 	}
 	echo := p.echoOnly()
@@ -311,6 +322,7 @@ func (p *Pump) processDetector(cur *slot) {
 		p.detAdapt.SetAdapt(!echo && !gated)
 	}
 	speech := p.det.Speech(p.decision(cur.samples), false)
+	p.noteBackground()
 	if gated {
 		p.held, p.speechRun = 0, 0
 		return
@@ -321,6 +333,33 @@ func (p *Pump) processDetector(cur *slot) {
 		p.speechRun = 0
 	}
 	p.idleFrame(cur)
+}
+
+// noteBackground counts and reports the detector's speech-like background
+// guard after a frame (Run goroutine).
+func (p *Pump) noteBackground() {
+	if p.detBG == nil {
+		return
+	}
+	on := p.detBG.BackgroundGuardOn()
+	if on {
+		p.bgFrames.Inc()
+	}
+	if on == p.bgOn {
+		return
+	}
+	p.bgOn = on
+	if on {
+		p.bgGauge.Set(1)
+		db := p.cfg.VAD.BackgroundDB
+		if db == 0 {
+			db = vad.DefaultBackgroundDB
+		}
+		p.log.Info("capture: speech-like background (babble, a television): speech must be louder than it", "background_db", db)
+	} else {
+		p.bgGauge.Set(0)
+		p.log.Info("capture: speech-like background gone")
+	}
 }
 
 // decision is what the VAD judges for the frame read into s: the guard's

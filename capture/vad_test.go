@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/hw/sim"
+	"github.com/robot-agent/robot-agent/metrics"
 	"github.com/robot-agent/robot-agent/vad"
 )
 
@@ -127,5 +129,54 @@ func TestDetectorModeSpectral(t *testing.T) {
 		if err == nil {
 			p.Close()
 		}
+	}
+}
+
+// bgDetector is a detector whose speech-like background guard is on for
+// frames [from, to) of the frames it judges.
+type bgDetector struct {
+	n, from, to int
+}
+
+func (d *bgDetector) Kind() string { return "bg" }
+func (d *bgDetector) Close() error { return nil }
+func (d *bgDetector) Speech(f []int16, _ bool) bool {
+	d.n++
+	return false
+}
+func (d *bgDetector) BackgroundGuardOn() bool { return d.n > d.from && d.n <= d.to }
+
+// The pump counts the frames judged with a speech-like background, holds
+// the gauge at 1 while it lasts and logs both edges once.
+func TestPumpReportsSpeechlikeBackground(t *testing.T) {
+	var logs strings.Builder
+	reg := metrics.NewRegistry()
+	p, err := NewPump(Config{Mode: ModeVAD, VAD: VADConfig{Detector: vad.KindSpectral}}, &failing{}, &collector{}, clock.NewFake(), reg, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if p.detBG == nil {
+		t.Fatal("the spectral detector does not report its background guard")
+	}
+	d := &bgDetector{from: 100, to: 250}
+	p.det, p.detBG = d, d
+	for i := range 400 {
+		feed(p, i)
+		if i == 200 && reg.Value(MetricBackground) != 1 {
+			t.Errorf("gauge %d during the background, want 1", reg.Value(MetricBackground))
+		}
+	}
+	if got := reg.Value(MetricBackgroundFrames); got != 150 {
+		t.Errorf("%d frames counted with the background, want 150", got)
+	}
+	if got := reg.Value(MetricBackground); got != 0 {
+		t.Errorf("gauge %d after the background, want 0", got)
+	}
+	if on, off := strings.Count(logs.String(), "speech-like background (babble"), strings.Count(logs.String(), "speech-like background gone"); on != 1 || off != 1 {
+		t.Errorf("logged %d starts and %d ends, want 1 and 1:\n%s", on, off, logs.String())
+	}
+	if !strings.Contains(logs.String(), "background_db=10") {
+		t.Errorf("the log does not give the margin in effect:\n%s", logs.String())
 	}
 }

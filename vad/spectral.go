@@ -225,6 +225,9 @@ func (d *Spectral) Close() error { return nil }
 // frames still get decisions).
 func (d *Spectral) SetAdapt(on bool) { d.adapt = on }
 
+// BackgroundGuardOn implements BackgroundGuarded (false without the guard).
+func (d *Spectral) BackgroundGuardOn() bool { return d.bg != nil && d.bg.on }
+
 // Probability returns the speech probability after the last 10 ms hop.
 func (d *Spectral) Probability() float64 { return 1 / (1 + math.Exp(-d.logit)) }
 

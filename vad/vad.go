@@ -74,6 +74,14 @@ type Adapter interface {
 	SetAdapt(on bool)
 }
 
+// BackgroundGuarded is implemented by detectors with a speech-like
+// background guard (KindSpectral, KindVoiced): BackgroundGuardOn reports
+// whether it judged the last frame's background to be speech (babble, a
+// television) and now asks for a louder voice.
+type BackgroundGuarded interface {
+	BackgroundGuardOn() bool
+}
+
 // Options configure a Detector.
 type Options struct {
 	Kind string
