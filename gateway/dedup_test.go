@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/metrics"
@@ -68,6 +69,19 @@ func TestSpec_5_3_GatewayDeduplicates(t *testing.T) {
 	}
 	if decisions["boot-2"] != 0 || decisions["boot-3"] != 1 {
 		t.Fatalf("second connection decisions %v: the re-sent call must not be decided again, the new one must", decisions)
+	}
+	// The gateway acks (and decides) before it hands a message to OnMsg,
+	// so the robot may read everything before a hand-over has happened
+	// (seen under -race on a loaded machine, even for the first
+	// connection's call): wait up to 5 s for the hooks to settle, then
+	// check; a second hand-over would keep them from settling.
+	settled := func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return handed["boot-1"] == 1 && handed["boot-2"] == 1 && handed["boot-3"] == 1 && dups["boot-1"] == 1 && dups["boot-2"] == 1
+	}
+	for deadline := time.Now().Add(5 * time.Second); !settled() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
 	}
 	mu.Lock()
 	defer mu.Unlock()
