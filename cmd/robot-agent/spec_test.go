@@ -13,6 +13,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/gateway"
@@ -208,5 +209,40 @@ func TestSpec_7_3_DroppedOnArrivalHasNoProgress(t *testing.T) {
 		if p, ok := e.Msg.(*protocol.PlaybackProgress); ok && p.ResponseID == 5 {
 			t.Fatalf("playback_progress %+v for a response whose audio was all dropped on arrival", p)
 		}
+	}
+}
+
+// TestSummarySpeechlikeBackground: the summary says how long the VAD heard
+// a speech-like background, from the capture pump's own frame count, and
+// says nothing when it never did.
+func TestSummarySpeechlikeBackground(t *testing.T) {
+	clk := clock.NewReal()
+	mic, err := sim.NewMic(sim.MicConfig{}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spk, err := sim.NewSpeaker(sim.SpeakerConfig{PeriodFrames: 240}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.Device.ID = "bg-robot"
+	cfg.Gateway.URL, cfg.Gateway.Token = "ws://127.0.0.1:1/v1/robot", "x"
+	reg := metrics.NewRegistry()
+	a, err := newAgent(cfg, agentOptions{sim: true, mic: mic, speaker: spk}, clk, reg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	a.writeSummary(&out)
+	if strings.Contains(out.String(), "speech-like background") {
+		t.Errorf("a summary without any background frame mentions it:\n%s", out.String())
+	}
+	reg.Counter(capture.MetricBackgroundFrames, "").Add(150)
+	out.Reset()
+	a.writeSummary(&out)
+	want := "speech-like background (babble, a television) for 3.0 s" // 150 frames of the default 20 ms
+	if !strings.Contains(out.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, out.String())
 	}
 }

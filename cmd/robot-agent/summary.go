@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/metrics"
 )
 
@@ -22,6 +23,10 @@ func (a *agent) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  mic:       %d utterances, %d frames sent, %d dropped\n",
 		v("robot_agent_capture_utterances_total"), v("robot_agent_uplink_mic_frames_sent_total"),
 		micDropped(v))
+	if n := v(capture.MetricBackgroundFrames); n > 0 {
+		fmt.Fprintf(w, "  vad:       speech-like background (babble, a television) for %.1f s: speech had to be louder than it (audio.vad.background_db)\n",
+			float64(n)*float64(captureConfig(a.cfg.Audio).FrameMS)/1000)
+	}
 	fmt.Fprintf(w, "  tts:       %.1f s received, %d responses played to the end, %d interrupted (barge-in)\n",
 		ttsSeconds(v), done, interrupted)
 	fmt.Fprintf(w, "  speaker:   %.1f s played, %d underruns, %d samples concealed, %d stale frames dropped\n",
