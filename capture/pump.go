@@ -351,11 +351,7 @@ func (p *Pump) noteBackground() {
 	p.bgOn = on
 	if on {
 		p.bgGauge.Set(1)
-		db := p.cfg.VAD.BackgroundDB
-		if db == 0 {
-			db = vad.DefaultBackgroundDB
-		}
-		p.log.Info("capture: speech-like background (babble, a television): speech must be louder than it", "background_db", db)
+		p.log.Info("capture: speech-like background (babble, a television): speech must be louder than it", "background_db", vad.BackgroundMargin(p.cfg.VAD.BackgroundDB))
 	} else {
 		p.bgGauge.Set(0)
 		p.log.Info("capture: speech-like background gone")

@@ -50,7 +50,6 @@ const (
 	bgOffFrac    = 0.3
 	bgSpread     = 5.0 // dB from the 5th to the 25th percentile level, at most
 	bgSpreadHyst = 3.0
-	bgRefQ       = 0.25 // the reference level's quantile
 )
 
 // DefaultBackgroundDB is the guard's margin for KindSpectral and KindVoiced
@@ -72,6 +71,7 @@ type background struct {
 	hist   [bgLevels]int32 // hops per level step in the window
 	hspk   [bgLevels]int32 // of them above bgLLR
 	on     bool
+	ref    float64 // the window's 25th percentile level (dB) at the last judgement: the background's
 }
 
 func newBackground(marginDB float64) *background {
@@ -109,7 +109,7 @@ func (b *background) gate(level, llr float64, learn bool) bool {
 		b.next = (b.next + 1) % bgHops
 		b.judge()
 	}
-	return b.on && float64(step)*bgStepDB < b.quantile(bgRefQ)+b.margin
+	return b.on && float64(step)*bgStepDB < b.ref+b.margin
 }
 
 // judge turns the guard on or off from the quietest quarter of the window.
@@ -122,11 +122,12 @@ func (b *background) judge() {
 	if b.on {
 		lim += bgSpreadHyst
 	}
-	if b.quantile(bgQuiet)-b.quantile(0.05) > lim {
+	q05, q25, frac := b.quiet()
+	b.ref = q25
+	if q25-q05 > lim {
 		b.on = false
 		return
 	}
-	frac := b.quietFrac()
 	switch {
 	case frac >= bgOnFrac:
 		b.on = true
@@ -135,35 +136,34 @@ func (b *background) judge() {
 	}
 }
 
-// quietFrac returns the share of the quietest quarter of the window whose
+// quiet returns, in one pass over the window's levels, its 5th and 25th
+// percentile levels (dB) and the share of its quietest quarter whose
 // likelihood ratio was above bgLLR (hops of the level step at the boundary
 // counted in proportion).
-func (b *background) quietFrac() float64 {
+func (b *background) quiet() (q05, q25, frac float64) {
+	k05, k25 := int32(0.05*float64(b.n)), int32(bgQuiet*float64(b.n))
 	quiet := int32(math.Ceil(bgQuiet * float64(b.n)))
-	var seen, spoken int32
+	var cum, seen, spoken int32
+	q05, q25 = -1, -1
 	for i, h := range b.hist {
 		if h == 0 {
 			continue
 		}
-		take := min(h, quiet-seen)
-		seen += take
-		spoken += int32(int64(b.hspk[i]) * int64(take) / int64(h))
-		if seen >= quiet {
+		cum += h
+		if q05 < 0 && cum > k05 {
+			q05 = float64(i) * bgStepDB
+		}
+		if q25 < 0 && cum > k25 {
+			q25 = float64(i) * bgStepDB
+		}
+		if seen < quiet {
+			take := min(h, quiet-seen)
+			seen += take
+			spoken += int32(int64(b.hspk[i]) * int64(take) / int64(h))
+		}
+		if q25 >= 0 && seen >= quiet {
 			break
 		}
 	}
-	return float64(spoken) / float64(quiet)
-}
-
-// quantile returns the window's level quantile q (0..1) in dB.
-func (b *background) quantile(q float64) float64 {
-	k := int32(q * float64(b.n))
-	var seen int32
-	for i, h := range b.hist {
-		seen += h
-		if seen > k {
-			return float64(i) * bgStepDB
-		}
-	}
-	return 0
+	return q05, q25, float64(spoken) / float64(quiet)
 }

@@ -82,6 +82,19 @@ type BackgroundGuarded interface {
 	BackgroundGuardOn() bool
 }
 
+// BackgroundMargin is the speech-like background guard's margin in dB
+// that Options.BackgroundDB db gives: DefaultBackgroundDB for 0, 0 (off)
+// for a negative value, else db.
+func BackgroundMargin(db float64) float64 {
+	switch {
+	case db == 0:
+		return DefaultBackgroundDB
+	case db < 0:
+		return 0
+	}
+	return db
+}
+
 // Options configure a Detector.
 type Options struct {
 	Kind string
@@ -116,15 +129,10 @@ func New(o Options) (Detector, error) {
 	default:
 		return nil, fmt.Errorf("%w: frame_ms %d is not 10, 20, 30, 40 or 60", ErrConfig, o.FrameMS)
 	}
-	bg := o.BackgroundDB
-	switch {
-	case bg == 0:
-		bg = DefaultBackgroundDB
-	case bg < 0:
-		bg = 0
-	case bg > MaxBackgroundDB:
+	if o.BackgroundDB > MaxBackgroundDB {
 		return nil, fmt.Errorf("%w: background guard %g dB out of range: at most %g (negative: off)", ErrConfig, o.BackgroundDB, MaxBackgroundDB)
 	}
+	bg := BackgroundMargin(o.BackgroundDB)
 	switch o.Kind {
 	case KindEnergy, "":
 		return NewEnergy(o.Energy, o.FrameMS), nil

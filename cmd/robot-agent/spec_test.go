@@ -60,26 +60,12 @@ func TestSpec_6_1_HelloCapabilities(t *testing.T) {
 // frames really missing on the wire (the capture pump and the uplink both
 // count each refused frame; they must not be added).
 func TestSummaryMicDropsCountedOnce(t *testing.T) {
-	clk := clock.NewReal()
 	script := &sim.SpeechScript{Utterances: []sim.Utterance{{Silence: 500 * time.Millisecond}, {Speech: 1500 * time.Millisecond, Silence: 2 * time.Second}}}
-	mic, err := sim.NewMic(sim.MicConfig{Script: script, Seed: 7}, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spk, err := sim.NewSpeaker(sim.SpeakerConfig{PeriodFrames: 240}, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := config.Default()
 	cfg.Device.ID = "drop-robot"
 	cfg.Audio.MicQueueMS = 100 // 5 frames, while no gateway answers
-	// Keep the link down: a loopback port nobody listens on.
-	cfg.Gateway.URL, cfg.Gateway.Token = "ws://127.0.0.1:1/v1/robot", "x"
 	reg := metrics.NewRegistry()
-	a, err := newAgent(cfg, agentOptions{sim: true, mic: mic, speaker: spk}, clk, reg, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newOfflineAgent(t, cfg, sim.MicConfig{Script: script, Seed: 7}, reg)
 	run := runAgent(t, a)
 	waitUntil(t, 10*time.Second, "mic frames dropped", func() bool { return reg.Value("robot_agent_uplink_mic_frames_dropped_total") > 20 })
 	run.stop(t)
@@ -216,23 +202,10 @@ func TestSpec_7_3_DroppedOnArrivalHasNoProgress(t *testing.T) {
 // a speech-like background, from the capture pump's own frame count, and
 // says nothing when it never did.
 func TestSummarySpeechlikeBackground(t *testing.T) {
-	clk := clock.NewReal()
-	mic, err := sim.NewMic(sim.MicConfig{}, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spk, err := sim.NewSpeaker(sim.SpeakerConfig{PeriodFrames: 240}, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := config.Default()
 	cfg.Device.ID = "bg-robot"
-	cfg.Gateway.URL, cfg.Gateway.Token = "ws://127.0.0.1:1/v1/robot", "x"
 	reg := metrics.NewRegistry()
-	a, err := newAgent(cfg, agentOptions{sim: true, mic: mic, speaker: spk}, clk, reg, quietLog())
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := newOfflineAgent(t, cfg, sim.MicConfig{}, reg)
 	var out bytes.Buffer
 	a.writeSummary(&out)
 	if strings.Contains(out.String(), "speech-like background") {
@@ -245,4 +218,26 @@ func TestSummarySpeechlikeBackground(t *testing.T) {
 	if !strings.Contains(out.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, out.String())
 	}
+}
+
+// newOfflineAgent returns an agent (not running) on simulated devices, with
+// mic as its microphone, whose gateway is a loopback port nobody listens
+// on, so the link stays down.
+func newOfflineAgent(t *testing.T, cfg config.Config, mic sim.MicConfig, reg *metrics.Registry) *agent {
+	t.Helper()
+	clk := clock.NewReal()
+	m, err := sim.NewMic(mic, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spk, err := sim.NewSpeaker(sim.SpeakerConfig{PeriodFrames: 240}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Gateway.URL, cfg.Gateway.Token = "ws://127.0.0.1:1/v1/robot", "x"
+	a, err := newAgent(cfg, agentOptions{sim: true, mic: m, speaker: spk}, clk, reg, quietLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
