@@ -11,15 +11,7 @@ import (
 // rate changed with codec/resample (linear interpolation for ratios it
 // cannot do exactly).
 func ToMono(a wav.Audio, rate int) []int16 {
-	ch := max(a.Channels, 1)
-	mono := make([]int16, a.Frames())
-	for i := range mono {
-		var s int
-		for c := range ch {
-			s += int(a.Samples[i*ch+c])
-		}
-		mono[i] = int16(s / ch)
-	}
+	mono := a.Mono()
 	if a.SampleRate == rate {
 		return mono
 	}

@@ -68,8 +68,8 @@ type Config struct {
 	// DRRDB is the direct-to-reverberant energy ratio of the synthetic
 	// impulse response (default 6 dB when RT60 > 0).
 	DRRDB float64 `yaml:"drr_db"`
-	// IRWAV, if set, is an impulse response (any rate, mono or stereo: the
-	// first channel) used instead of the synthetic one; it is scaled to
+	// IRWAV, if set, is an impulse response (any WAV codec/wav reads: any
+	// rate, 8–32-bit integer or float samples; the first channel) used instead of the synthetic one; it is scaled to
 	// EchoGainDB. Its leading silence counts as delay.
 	IRWAV string `yaml:"ir_wav"`
 	// SoftClip > 0 models the loudspeaker's non-linearity: the played

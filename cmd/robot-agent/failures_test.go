@@ -96,7 +96,7 @@ func TestStartupFailures(t *testing.T) {
 			line: `robot-agent: metrics.listen: "` + busyAddr + `": cannot listen: bind: address already in use (fix: choose a free port with metrics.listen / --metrics-listen, or off, or stop what listens there (ss -ltnp))`},
 		{name: "missing mic wav", code: exitConfig,
 			args: []string{"run", "--sim", "--mic-wav", filepath.Join(dir, "nope.wav")},
-			line: `robot-agent: sim.mic_wav: "` + filepath.Join(dir, "nope.wav") + `": cannot open: no such file or directory (give a readable 16-bit PCM WAV file (--mic-wav), or leave it empty for the generated speech script)`},
+			line: `robot-agent: sim.mic_wav: "` + filepath.Join(dir, "nope.wav") + `": cannot open: no such file or directory (give a readable WAV file (--mic-wav), or leave it empty for the generated speech script)`},
 		{name: "mic wav not a wav", code: exitConfig,
 			args: []string{"run", "--sim", "--mic-wav", file("text.wav", "hello, not audio")},
 			line: `robot-agent: sim.mic_wav: "` + filepath.Join(dir, "text.wav") + `": wav: `},

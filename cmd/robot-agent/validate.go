@@ -68,7 +68,7 @@ func validateConfig(cfg config.Config, sim bool, getenv func(string) string) err
 	if sim && cfg.Sim.MicWAV != "" {
 		if err := checkWAV(cfg.Sim.MicWAV); err != nil {
 			errs = append(errs, &field.Error{Path: "sim.mic_wav", Value: field.Format(cfg.Sim.MicWAV), Problem: err.Error(),
-				Hint: "give a readable 16-bit PCM WAV file (--mic-wav), or leave it empty for the generated speech script"})
+				Hint: "give a readable WAV file (--mic-wav), or leave it empty for the generated speech script"})
 		}
 	}
 	return errs.Err()

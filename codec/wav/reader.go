@@ -6,15 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-
-	"github.com/robot-agent/robot-agent/codec/pcm"
 )
 
-// Reader streams interleaved PCM16 samples out of a WAVE file.
+// Reader streams interleaved PCM16 samples out of a WAVE file, converting
+// from the file's sample encoding (see the package documentation).
 type Reader struct {
 	r         io.Reader
 	rate      int
 	channels  int
+	enc       encoding
+	width     int   // bytes per sample in the file
 	declared  int64 // data chunk size in bytes, -1 if unknown
 	remaining int64 // bytes of the data chunk not yet read, -1 if unknown
 	eof       bool
@@ -146,21 +147,21 @@ func (rd *Reader) parseFmt(size int64) error {
 		// The subformat GUID starts with the plain format tag.
 		effTag, ext = binary.LittleEndian.Uint16(f[24:]), "extensible "
 	}
-	if effTag != tagPCM {
-		return unsupported("format tag %d (%s%s) not supported", effTag, ext, tagName(effTag))
+	enc, err := encodingOf(effTag, bits, ext)
+	if err != nil {
+		return err
 	}
-	if bits != 16 {
-		return unsupported("%d-bit PCM not supported (want 16-bit)", bits)
-	}
-	if channels < 1 || channels > MaxChannels {
-		return unsupported("%d channels not supported (want 1 or 2)", channels)
+	width := enc.width()
+	if channels < 1 || channels > MaxReadChannels {
+		return unsupported("%d channels not supported (want 1..%d)", channels, MaxReadChannels)
 	}
 	if rate < MinSampleRate || rate > MaxSampleRate {
 		return unsupported("sample rate %d Hz not supported (want %d..%d)", rate, MinSampleRate, MaxSampleRate)
 	}
-	if blockAlign != 2*channels {
-		return malformed(nil, "block align %d does not match %d channels x 16 bits", blockAlign, channels)
+	if blockAlign != width*channels {
+		return malformed(nil, "block align %d does not match %d channels x %d bits", blockAlign, channels, 8*width)
 	}
+	rd.enc, rd.width = enc, width
 	rd.rate, rd.channels = int(rate), channels
 	return nil
 }
@@ -168,35 +169,37 @@ func (rd *Reader) parseFmt(size int64) error {
 // SampleRate returns the file's frames per second.
 func (rd *Reader) SampleRate() int { return rd.rate }
 
-// Channels returns the number of interleaved channels (1 or 2).
+// Channels returns the number of interleaved channels (1..MaxReadChannels).
 func (rd *Reader) Channels() int { return rd.channels }
 
 // DataBytes returns the size of the data chunk as declared in the file, or
 // -1 if the file says "until end of file".
 func (rd *Reader) DataBytes() int64 { return rd.declared }
 
-// Read decodes up to len(dst) interleaved samples into dst. It returns
+// Read decodes up to len(dst) interleaved samples into dst, converted to
+// PCM16 (rounded, and clipped for float input beyond full scale). It returns
 // io.EOF after the last sample. If the file ends before the declared data
 // size, Read returns the samples it got together with an error wrapping
-// ErrMalformed and io.ErrUnexpectedEOF. A trailing odd byte is ignored.
-// Read does not allocate.
+// ErrMalformed and io.ErrUnexpectedEOF. A trailing partial sample is
+// ignored. Read does not allocate.
 func (rd *Reader) Read(dst []int16) (int, error) {
 	if rd.eof || rd.remaining == 0 {
 		rd.eof = true
 		return 0, io.EOF
 	}
+	w := int64(rd.width)
 	total := 0
 	for total < len(dst) && rd.remaining != 0 {
-		want := int64(min(2*(len(dst)-total), len(rd.buf)))
+		want := min(w*int64(len(dst)-total), int64(len(rd.buf))/w*w)
 		if rd.remaining > 0 {
-			want = min(want, rd.remaining)
+			want = min(want, rd.remaining/w*w)
 		}
-		if want < 2 { // one odd byte left in the chunk
+		if want < w { // a partial sample left in the chunk
 			rd.remaining = 0
 			break
 		}
 		n, err := io.ReadFull(rd.r, rd.buf[:want])
-		total += pcm.BytesToInt16(dst[total:], rd.buf[:n])
+		total += rd.enc.decode(dst[total:], rd.buf[:n])
 		if rd.remaining > 0 {
 			rd.remaining -= int64(n)
 		}
@@ -228,6 +231,20 @@ type Audio struct {
 // Frames returns the number of sample frames (samples per channel).
 func (a Audio) Frames() int { return len(a.Samples) / max(a.Channels, 1) }
 
+// Mono returns the channels averaged into one, in a new slice.
+func (a Audio) Mono() []int16 {
+	ch := max(a.Channels, 1)
+	mono := make([]int16, a.Frames())
+	for i := range mono {
+		var s int
+		for _, v := range a.Samples[i*ch : (i+1)*ch] {
+			s += int(v)
+		}
+		mono[i] = int16(s / ch)
+	}
+	return mono
+}
+
 // maxPrealloc bounds the buffer Decode reserves from the declared data size
 // before any data has been read.
 const maxPrealloc = 1 << 20
@@ -241,7 +258,7 @@ func Decode(r io.Reader) (Audio, error) {
 	a := Audio{SampleRate: rd.rate, Channels: rd.channels}
 	capHint := int64(maxPrealloc)
 	if rd.declared >= 0 {
-		capHint = min(rd.declared/2, maxPrealloc)
+		capHint = min(rd.declared/int64(rd.width), maxPrealloc)
 	}
 	buf := make([]int16, 0, capHint)
 	for {

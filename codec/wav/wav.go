@@ -1,11 +1,16 @@
-// Package wav reads and writes 16-bit PCM RIFF/WAVE files, mono or stereo.
+// Package wav reads RIFF/WAVE files as 16-bit PCM and writes 16-bit PCM
+// files, mono or stereo.
 //
-// The Reader streams samples from any io.Reader, skips chunks it does not
-// need (LIST, fact, cue, ...), accepts WAVE_FORMAT_EXTENSIBLE when its
-// subformat is PCM, and rejects everything else with an error naming what it
-// found (for example "wav: format tag 3 (float) not supported"). It never
-// panics and never allocates in proportion to a size field it has not yet
-// seen bytes for.
+// The Reader streams samples from any io.Reader and skips chunks it does
+// not need (LIST, fact, cue, ...). It reads what recorders, editors and
+// impulse-response collections write: integer PCM of 8 (unsigned), 16, 24
+// or 32 bits (or fewer valid bits in such a container), IEEE float of 32 or
+// 64 bits, and G.711 A-law and µ-law, plain or as WAVE_FORMAT_EXTENSIBLE,
+// with 1 to MaxReadChannels channels, and converts every sample to PCM16
+// (rounded; float beyond full scale is clipped). It rejects everything else
+// with an error naming what it found (for example "wav: format tag 85
+// (MPEG layer 3) not supported"). It never panics and never allocates in
+// proportion to a size field it has not yet seen bytes for.
 //
 // The Writer streams samples to an io.WriteSeeker and fixes up the RIFF and
 // data sizes on Close. Until then the sizes hold 0xFFFFFFFF, which the
@@ -28,15 +33,18 @@ var (
 	// ErrMalformed reports a file that is not a well-formed WAVE file.
 	ErrMalformed = errors.New("wav: malformed file")
 	// ErrUnsupported reports a well-formed file in a format this package
-	// does not handle (not PCM16, more than two channels, ...).
+	// does not handle (compressed, more than MaxReadChannels channels, ...).
 	ErrUnsupported = errors.New("wav: unsupported format")
 )
 
-// Limits accepted by the Reader and Writer.
+// Limits accepted by the Reader and Writer: the Writer writes up to
+// MaxChannels, the Reader reads up to MaxReadChannels (a microphone array's
+// recording, for example).
 const (
-	MaxChannels   = 2
-	MinSampleRate = 1000
-	MaxSampleRate = 384000
+	MaxChannels     = 2
+	MaxReadChannels = 32
+	MinSampleRate   = 1000
+	MaxSampleRate   = 384000
 )
 
 // unknownSize in a RIFF or data size field means "until end of file".

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -75,6 +76,39 @@ func extBody(channels uint16, rate uint32, subTag uint16) []byte {
 	return append(b, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71)
 }
 
+func extBodyBits(channels uint16, rate uint32, subTag, bits uint16) []byte {
+	b := fmtBody(tagExtensible, channels, rate, bits, bits/8*channels)
+	b = binary.LittleEndian.AppendUint16(b, 22)   // cbSize
+	b = binary.LittleEndian.AppendUint16(b, bits) // valid bits
+	b = binary.LittleEndian.AppendUint32(b, 0x4)  // channel mask
+	b = binary.LittleEndian.AppendUint16(b, subTag)
+	return append(b, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x80, 0x00, 0x00, 0xAA, 0x00, 0x38, 0x9B, 0x71)
+}
+
+func le32(v ...int64) []byte {
+	var b []byte
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, uint32(x))
+	}
+	return b
+}
+
+func f32(v ...float32) []byte {
+	var b []byte
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint32(b, math.Float32bits(x))
+	}
+	return b
+}
+
+func f64(v ...float64) []byte {
+	var b []byte
+	for _, x := range v {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	return b
+}
+
 func samplesBody(s ...int16) []byte {
 	var b []byte
 	for _, v := range s {
@@ -109,6 +143,27 @@ func TestDecodeValid(t *testing.T) {
 		{"unknown data size reads to EOF", riff(monoFmt, chunk("data", samplesBody(1, 2, 3), unknownSize)), 16000, 1, []int16{1, 2, 3}},
 		{"odd data size ignores last byte", riff(monoFmt, chunk("data", append(samplesBody(4), 9), -1)), 16000, 1, []int16{4}},
 		{"empty data", riff(monoFmt, chunk("data", nil, -1)), 16000, 1, []int16{}},
+		{"8-bit unsigned", riff(chunk("fmt ", fmtBody(1, 1, 8000, 8, 1), -1), chunk("data", []byte{0, 128, 255, 129}, -1)), 8000, 1, []int16{-32768, 0, 32512, 256}},
+		{"24-bit rounds to 16", riff(chunk("fmt ", fmtBody(1, 1, 48000, 24, 3), -1), chunk("data", []byte{
+			0x00, 0x01, 0x00, // 256 -> 1
+			0x80, 0xFF, 0xFF, // -128 -> -0.5 rounds to 0
+			0x7F, 0x00, 0x00, // 127 -> 0.496 -> 0
+			0x80, 0x00, 0x00, // 128 -> 0.5 -> 1
+			0xFF, 0xFF, 0x7F, // max -> clipped 32767
+			0x00, 0x00, 0x80, // min
+			0x00, 0xFE, 0xFF, // -512 -> -2
+		}, -1)), 48000, 1, []int16{1, 0, 0, 1, 32767, -32768, -2}},
+		{"20 valid bits in 24", riff(chunk("fmt ", fmtBody(1, 1, 48000, 20, 3), -1), chunk("data", []byte{0x00, 0x10, 0x00}, -1)), 48000, 1, []int16{16}},
+		{"32-bit integer", riff(chunk("fmt ", fmtBody(1, 1, 16000, 32, 4), -1), chunk("data", le32(0x00010000, -0x00020000, 0x7FFFFFFF, -0x80000000, 0x8000), -1)), 16000, 1, []int16{1, -2, 32767, -32768, 1}},
+		{"float32", riff(chunk("fmt ", fmtBody(3, 1, 16000, 32, 4), -1), chunk("fact", le32(5), -1), chunk("data", f32(0, 0.5, -1, 1.5, float32(math.NaN())), -1)), 16000, 1, []int16{0, 16384, -32768, 32767, 0}},
+		{"float64 stereo", riff(chunk("fmt ", fmtBody(3, 2, 44100, 64, 16), -1), chunk("data", f64(0.25, -0.25, -2, 1.0/32768), -1)), 44100, 2, []int16{8192, -8192, -32768, 1}},
+		{"extensible float", riff(chunk("fmt ", extBodyBits(1, 16000, 3, 32), -1), chunk("data", f32(-0.5), -1)), 16000, 1, []int16{-16384}},
+		{"extensible 24-bit", riff(chunk("fmt ", extBodyBits(1, 16000, 1, 24), -1), chunk("data", []byte{0x00, 0x01, 0x00}, -1)), 16000, 1, []int16{1}},
+		// G.711 values as sox decodes them.
+		{"A-law", riff(chunk("fmt ", fmtBody(6, 1, 8000, 8, 1), -1), chunk("data", []byte{0xD5, 0x55, 0xAA, 0x2A, 0x80}, -1)), 8000, 1, []int16{8, -8, 32256, -32256, 5504}},
+		{"mu-law", riff(chunk("fmt ", fmtBody(7, 1, 8000, 8, 1), -1), chunk("data", []byte{0xFF, 0x7F, 0x80, 0x00, 0xFE}, -1)), 8000, 1, []int16{0, 0, 32124, -32124, 8}},
+		{"6 channels", riff(chunk("fmt ", fmtBody(1, 6, 48000, 16, 12), -1), chunk("data", samplesBody(1, 2, 3, 4, 5, 6), -1)), 48000, 6, []int16{1, 2, 3, 4, 5, 6}},
+		{"partial 24-bit sample ignored", riff(chunk("fmt ", fmtBody(1, 1, 48000, 24, 3), -1), chunk("data", []byte{0x00, 0x02, 0x00, 0x00, 0x03}, -1)), 48000, 1, []int16{2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -140,12 +195,15 @@ func TestDecodeErrors(t *testing.T) {
 		{"not RIFF", []byte("OggS\x00\x00\x00\x00WAVE"), ErrMalformed, false, `wav: not a RIFF file (starts with "OggS")`},
 		{"not WAVE", []byte("RIFF\x04\x00\x00\x00AVI "), ErrMalformed, false, `RIFF form type "AVI "`},
 		{"RIFX", []byte("RIFX\x00\x00\x00\x04WAVE"), ErrUnsupported, false, "RIFX (big-endian)"},
-		{"float", riff(chunk("fmt ", fmtBody(3, 1, 16000, 32, 4), -1), data), ErrUnsupported, false, "wav: format tag 3 (float) not supported"},
-		{"mu-law", riff(chunk("fmt ", fmtBody(7, 1, 8000, 8, 1), -1), data), ErrUnsupported, false, "wav: format tag 7 (mu-law) not supported"},
-		{"extensible float", riff(chunk("fmt ", extBody(1, 16000, 3), -1), data), ErrUnsupported, false, "wav: format tag 3 (extensible float) not supported"},
-		{"8-bit", riff(chunk("fmt ", fmtBody(1, 1, 8000, 8, 1), -1), data), ErrUnsupported, false, "wav: 8-bit PCM not supported (want 16-bit)"},
-		{"24-bit", riff(chunk("fmt ", fmtBody(1, 1, 48000, 24, 3), -1), data), ErrUnsupported, false, "wav: 24-bit PCM"},
-		{"6 channels", riff(chunk("fmt ", fmtBody(1, 6, 48000, 16, 12), -1), data), ErrUnsupported, false, "wav: 6 channels not supported (want 1 or 2)"},
+		{"MP3", riff(chunk("fmt ", fmtBody(0x55, 1, 16000, 0, 1), -1), data), ErrUnsupported, false, "wav: format tag 85 (MPEG layer 3) not supported"},
+		{"IMA ADPCM", riff(chunk("fmt ", fmtBody(0x11, 1, 8000, 4, 256), -1), data), ErrUnsupported, false, "wav: format tag 17 (IMA ADPCM) not supported"},
+		{"extensible ADPCM", riff(chunk("fmt ", extBody(1, 16000, 2), -1), data), ErrUnsupported, false, "wav: format tag 2 (extensible MS ADPCM) not supported"},
+		{"16-bit float", riff(chunk("fmt ", fmtBody(3, 1, 16000, 16, 2), -1), data), ErrUnsupported, false, "wav: 16-bit float not supported"},
+		{"16-bit mu-law", riff(chunk("fmt ", fmtBody(7, 1, 8000, 16, 2), -1), data), ErrUnsupported, false, "wav: 16-bit mu-law not supported"},
+		{"4-bit PCM", riff(chunk("fmt ", fmtBody(1, 1, 8000, 4, 1), -1), data), ErrUnsupported, false, "wav: 4-bit PCM not supported"},
+		{"40-bit PCM", riff(chunk("fmt ", fmtBody(1, 1, 8000, 40, 5), -1), data), ErrUnsupported, false, "wav: 40-bit PCM not supported"},
+		{"33 channels", riff(chunk("fmt ", fmtBody(1, 33, 48000, 16, 66), -1), data), ErrUnsupported, false, "wav: 33 channels not supported (want 1..32)"},
+		{"24-bit block align", riff(chunk("fmt ", fmtBody(1, 2, 48000, 24, 4), -1), data), ErrMalformed, false, "wav: block align 4 does not match 2 channels x 24 bits"},
 		{"0 channels", riff(chunk("fmt ", fmtBody(1, 0, 48000, 16, 0), -1), data), ErrUnsupported, false, "wav: 0 channels"},
 		{"rate 0", riff(chunk("fmt ", fmtBody(1, 1, 0, 16, 2), -1), data), ErrUnsupported, false, "wav: sample rate 0 Hz not supported"},
 		{"block align", riff(chunk("fmt ", fmtBody(1, 2, 16000, 16, 2), -1), data), ErrMalformed, false, "wav: block align 2 does not match 2 channels x 16 bits"},
@@ -335,7 +393,7 @@ func TestWriterNoAllocs(t *testing.T) {
 func TestReadFile(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "a.wav")
-	if err := os.WriteFile(p, riff(chunk("fmt ", fmtBody(3, 1, 16000, 32, 4), -1)), 0o644); err != nil {
+	if err := os.WriteFile(p, riff(chunk("fmt ", fmtBody(0x55, 1, 16000, 0, 1), -1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	_, err := ReadFile(p)
@@ -357,6 +415,10 @@ func FuzzRead(f *testing.F) {
 	f.Add(riff(chunk("fmt ", fmtBody(3, 1, 16000, 32, 4), -1), chunk("data", samplesBody(1), -1)))
 	f.Add(riff(chunk("fmt ", extBody(2, 16000, 1), -1), chunk("data", samplesBody(1, 2), -1)))
 	f.Add(riff(chunk("fmt ", extBody(1, 16000, 3), -1), chunk("data", samplesBody(1), -1)))
+	f.Add(riff(chunk("fmt ", fmtBody(1, 1, 48000, 24, 3), -1), chunk("data", []byte{1, 2, 3, 4, 5, 6, 7}, -1)))
+	f.Add(riff(chunk("fmt ", fmtBody(3, 3, 48000, 64, 24), -1), chunk("data", f64(0.5, -3, 1e300), -1)))
+	f.Add(riff(chunk("fmt ", fmtBody(7, 1, 8000, 8, 1), -1), chunk("data", []byte{0, 0x80, 0xFF}, -1)))
+	f.Add(riff(chunk("fmt ", extBodyBits(6, 48000, 1, 32), -1), chunk("data", le32(1, 2, 3, 4, 5, 6), -1)))
 	f.Add(riff(chunk("LIST", nil, 0xFFFFFFFF), monoFmt))
 	f.Add(riff(monoFmt, chunk("data", samplesBody(1), 0x7FFFFFFF)))
 	f.Add(riff(monoFmt, chunk("data", samplesBody(1), unknownSize)))
@@ -371,11 +433,14 @@ func FuzzRead(f *testing.F) {
 			}
 			return
 		}
-		if a.Channels < 1 || a.Channels > MaxChannels || a.SampleRate < MinSampleRate || a.SampleRate > MaxSampleRate {
+		if a.Channels < 1 || a.Channels > MaxReadChannels || a.SampleRate < MinSampleRate || a.SampleRate > MaxSampleRate {
 			t.Fatalf("accepted format %d Hz x %d", a.SampleRate, a.Channels)
 		}
-		if 2*len(a.Samples) > len(b) {
+		if len(a.Samples) > len(b) {
 			t.Fatalf("%d samples from %d bytes", len(a.Samples), len(b))
+		}
+		if a.Channels > MaxChannels {
+			return // the Writer writes mono or stereo only
 		}
 		// Whole frames survive a write/read round trip.
 		whole := a.Samples[:len(a.Samples)-len(a.Samples)%a.Channels]
@@ -395,4 +460,17 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+func TestAudioMono(t *testing.T) {
+	a := Audio{SampleRate: 16000, Channels: 3, Samples: []int16{3, 6, 9, -1, -2, -3, 32767, 32767, 32767, 7}}
+	if got, want := a.Mono(), []int16{6, -2, 32767}; !slices.Equal(got, want) {
+		t.Errorf("Mono() = %v, want %v (a trailing partial frame is dropped)", got, want)
+	}
+	m := Audio{SampleRate: 16000, Channels: 1, Samples: []int16{1, 2}}
+	got := m.Mono()
+	got[0] = 9
+	if m.Samples[0] != 1 {
+		t.Error("Mono() of mono audio shares the caller's samples")
+	}
 }

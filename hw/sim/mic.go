@@ -21,8 +21,9 @@ const DefaultNoiseDBFS = -60.0
 // MicConfig selects what a simulated Mic plays. At most one of WAVPath and
 // Script may be set; with neither the mic produces only the noise floor.
 type MicConfig struct {
-	// WAVPath is a PCM16 WAV file (mono or stereo, any rate; converted to
-	// 16 kHz mono with a linear resampler when needed).
+	// WAVPath is a WAV file (any rate, channel count and encoding codec/wav
+	// reads; channels mixed and converted to 16 kHz mono with a linear
+	// resampler when needed).
 	WAVPath string
 	// Script generates speech-like audio instead of a file.
 	Script *SpeechScript

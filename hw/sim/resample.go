@@ -8,14 +8,7 @@ import "github.com/robot-agent/robot-agent/codec/wav"
 // that is acceptable for a simulated microphone but not for production
 // format conversion.
 func toMono16k(a wav.Audio) []int16 {
-	mono := a.Samples
-	if a.Channels == 2 {
-		mono = make([]int16, len(a.Samples)/2)
-		for i := range mono {
-			mono[i] = int16((int32(a.Samples[2*i]) + int32(a.Samples[2*i+1])) / 2)
-		}
-	}
-	return resampleLinear(mono, a.SampleRate, 16000)
+	return resampleLinear(a.Mono(), a.SampleRate, 16000)
 }
 
 // resampleLinear changes the rate of mono samples from in to out Hz.

@@ -343,12 +343,20 @@ func TestResampleLinear(t *testing.T) {
 	}
 }
 
+func TestToMono16kMixesEveryChannel(t *testing.T) {
+	// A 4-microphone array's recording at 16 kHz: the mic plays the mix.
+	a := wav.Audio{SampleRate: 16000, Channels: 4, Samples: []int16{4, 8, 12, 16, -400, 0, 0, 0}}
+	if got, want := toMono16k(a), []int16{10, -100}; !slices.Equal(got, want) {
+		t.Errorf("toMono16k = %v, want %v", got, want)
+	}
+}
+
 func TestMicConfigErrors(t *testing.T) {
 	dir := t.TempDir()
-	float := filepath.Join(dir, "float.wav")
-	// A float WAV: RIFF header with format tag 3.
-	b := []byte("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x03\x00\x01\x00\x80\x3e\x00\x00\x00\xfa\x00\x00\x04\x00\x20\x00data\x00\x00\x00\x00")
-	if err := os.WriteFile(float, b, 0o644); err != nil {
+	mp3 := filepath.Join(dir, "mp3.wav")
+	// An MP3-in-WAV: RIFF header with format tag 0x55.
+	b := []byte("RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x55\x00\x01\x00\x80\x3e\x00\x00\x00\xfa\x00\x00\x04\x00\x20\x00data\x00\x00\x00\x00")
+	if err := os.WriteFile(mp3, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -358,7 +366,7 @@ func TestMicConfigErrors(t *testing.T) {
 	}{
 		{"both", MicConfig{WAVPath: "x.wav", Script: &SpeechScript{}}, "sets both WAVPath and Script"},
 		{"missing file", MicConfig{WAVPath: filepath.Join(dir, "nope.wav")}, "no such file"},
-		{"float", MicConfig{WAVPath: float}, "wav: format tag 3 (float) not supported"},
+		{"mp3", MicConfig{WAVPath: mp3}, "wav: format tag 85 (MPEG layer 3) not supported"},
 		{"loud noise", MicConfig{NoiseDBFS: 3}, "noise level 3 dBFS"},
 		{"negative", MicConfig{Script: &SpeechScript{Utterances: []Utterance{{Speech: -1}}}}, "utterance 0 has negative duration"},
 	}
