@@ -24,7 +24,8 @@ last minute minus p50 of the first), samples lost, underrun events and the
 deepest buffer.
 
 Trace format (docs/benchmarks.md): one line per TTS frame in send order,
-"arrival_ms,samples" (24 kHz mono samples), '#' starts a comment line.
+"arrival_ms,samples" (24 kHz mono samples; arrival from any origin, e.g.
+epoch milliseconds), '#' starts a comment line.
 'robot-agent jitter-replay --generate KIND --seed N' writes a synthetic
 trace to stdout instead (kinds: ethernet wifi busywifi lte stall2s burst4x
 burst10x).
