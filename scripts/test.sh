@@ -28,10 +28,11 @@ fi
 # Go side several-fold: the end-to-end tests through the simulated room (its
 # echo path costs ~15x more CPU under -race than real time allows on 2
 # cores) and the PulseAudio audio-quality tests (NCC, clicks, interrupt to
-# silence). Both skip themselves under -race.
+# silence; in hw/portaudio the tone level, flush and device timing). They
+# skip themselves under -race.
 echo "== real-time end-to-end and PulseAudio tests without -race, tags '${TAGS}'"
 if [ -x scripts/with-pulse.sh ]; then
-  scripts/with-pulse.sh go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd|TestReal' ./cmd/robot-agent/
+  scripts/with-pulse.sh go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd|TestReal' ./cmd/robot-agent/ ./hw/portaudio/
 else
-  go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd|TestReal' ./cmd/robot-agent/
+  go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd|TestReal' ./cmd/robot-agent/ ./hw/portaudio/
 fi

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -118,10 +119,51 @@ func writeTone(t *testing.T, s *Sink, hz float64, amp float64, d time.Duration, 
 	}
 }
 
+// skipUnderRace skips a real-time quality test under the race detector:
+// the Go writer then runs several-fold slower and, on a busy 2-core CI
+// machine running other packages' tests at the same time, the ring runs dry
+// and the figures measure the detector, not the device path. The device
+// layer's concurrency stays race-tested by the conformance and hot-plug
+// tests; scripts/test.sh runs these once more without -race.
+func skipUnderRace(t *testing.T) {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("real-time audio quality: run without -race (scripts/test.sh does)")
+	}
+}
+
+// toneBlocks cuts pcm (16 kHz) into 20 ms blocks (20 whole cycles of a
+// 1 kHz tone) and returns, per block, the hz component's amplitude and how
+// far (dB) every other probe frequency lies below it.
+func toneBlocks(pcm []int16, hz float64, others []float64) (level, purity []float64) {
+	const blk = 320
+	for i := 0; i+blk <= len(pcm); i += blk {
+		b := pcm[i : i+blk]
+		tone := goertzel(b, hz, 16000)
+		worst := math.Inf(1)
+		for _, o := range others {
+			worst = min(worst, db(tone/max(goertzel(b, o, 16000), 1e-9)))
+		}
+		level = append(level, tone)
+		purity = append(purity, worst)
+	}
+	return level, purity
+}
+
+func median(x []float64) float64 {
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
 // A 1 kHz tone written at 24 kHz mono through the device (44.1/48 kHz
 // stereo) and captured from the monitor at 16 kHz mono keeps its frequency
-// and level, with everything else far below it.
+// and level, with everything else far below it. Level and purity are the
+// median over 20 ms blocks of the middle of the tone, so that one
+// scheduling glitch (a block the ring concealed) cannot decide the result;
+// the glitches are counted and logged.
 func TestRealToneRoundTrip(t *testing.T) {
+	skipUnderRace(t)
 	h, _, _ := openTestHost(t, HostConfig{})
 	sink, err := h.NewSink(SinkConfig{})
 	if err != nil {
@@ -131,31 +173,54 @@ func TestRealToneRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := sink.ep.conn.Load()
 	rec := record(src)
 	phase := 0
-	writeTone(t, sink, 1000, 10000, 1500*time.Millisecond, &phase)
+	const amp = 10000
+	// The ring's counters are read while the tone streams (before the
+	// first write and after the last one it runs dry by design).
+	writeTone(t, sink, 1000, amp, 100*time.Millisecond, &phase)
+	before := c.ring.stats()
+	writeTone(t, sink, 1000, amp, 1300*time.Millisecond, &phase)
+	after := c.ring.stats()
+	writeTone(t, sink, 1000, amp, 100*time.Millisecond, &phase)
 	time.Sleep(200 * time.Millisecond)
 	pcm := rec.finish(t)
-	// Analyse the middle 500 ms of the loud part.
-	first := -1
-	for i, v := range pcm {
-		if v > 5000 {
-			first = i
-			break
+	others := []float64{500, 1500, 2000, 3000, 5000, 7000}
+	level, purity := toneBlocks(pcm, 1000, others)
+	// The tone is the run of blocks from the first to the last one within
+	// 6 dB of the written level; judge its middle half.
+	first, last := -1, -1
+	for i, l := range level {
+		if db(l/amp) > -6 {
+			if first < 0 {
+				first = i
+			}
+			last = i
 		}
 	}
-	if first < 0 || first+16000*3/4 > len(pcm) {
-		t.Fatalf("tone not found in %d recorded samples (first loud sample %d)", len(pcm), first)
+	if first < 0 || last-first+1 < 40 {
+		t.Fatalf("tone not found: %d of %d recorded 20 ms blocks within 6 dB of it, want >= 40 (1.5 s written)", max(last-first+1, 0), len(level))
 	}
-	seg := pcm[first+4000 : first+12000]
-	tone := goertzel(seg, 1000, 16000)
-	if d := db(tone / 10000); math.Abs(d) > 1 {
-		t.Errorf("tone recorded at %.1f dB relative to what was written, want within 1 dB", d)
-	}
-	for _, hz := range []float64{500, 1500, 2000, 3000, 5000, 7000} {
-		if other := goertzel(seg, hz, 16000); db(tone/other) < 50 {
-			t.Errorf("%v Hz only %.1f dB below the 1 kHz tone, want >= 50", hz, db(tone/other))
+	span := last - first + 1
+	lo, hi := first+span/4, last+1-span/4
+	lv, pu := level[lo:hi], purity[lo:hi]
+	glitches := 0
+	for i := range lv {
+		if math.Abs(db(lv[i]/amp)) > 1 || pu[i] < 50 {
+			glitches++
 		}
+	}
+	t.Logf("tone over %d blocks; judged %d in the middle: %d off by > 1 dB or < 50 dB pure; ring ran dry %d times and the device underflowed %d times while the tone streamed",
+		span, len(lv), glitches, after.underrunCallbacks-before.underrunCallbacks, after.xruns-before.xruns)
+	if d := db(median(lv) / amp); math.Abs(d) > 1 {
+		t.Errorf("tone recorded at %.1f dB (median of %d blocks) relative to what was written, want within 1 dB", d, len(lv))
+	}
+	if p := median(pu); p < 50 {
+		t.Errorf("other frequencies only %.1f dB below the 1 kHz tone (median of %d blocks), want >= 50", p, len(pu))
+	}
+	if glitches > len(lv)/4 {
+		t.Errorf("%d of %d blocks off level or impure: the device path glitched throughout", glitches, len(lv))
 	}
 }
 
@@ -183,6 +248,7 @@ func toneMS(pcm []int16, rate int, thr int16) float64 {
 // held (its latency), one period and the fade reach the speaker, not the
 // BufferMS lead.
 func TestRealFlushDropsQueue(t *testing.T) {
+	skipUnderRace(t)
 	h, _, _ := openTestHost(t, HostConfig{})
 	sink, err := h.NewSink(SinkConfig{BufferMS: 120})
 	if err != nil {
@@ -387,6 +453,7 @@ func TestRealHotPlug(t *testing.T) {
 // causes no underrun in the ring nor in the device, even when the first
 // Write comes a little late.
 func TestRealStartupNoUnderrun(t *testing.T) {
+	skipUnderRace(t)
 	h, _, _ := openTestHost(t, HostConfig{})
 	for i := range 3 {
 		sink, err := h.NewSink(SinkConfig{})

@@ -62,6 +62,7 @@ func (r *stampedRecorder) finish(t *testing.T) ([]int16, []time.Time) {
 // with it, and after Flush the tone stops within the device delay plus a
 // period and the fade, without a click.
 func TestRealDeviceTimingAndFlush(t *testing.T) {
+	skipUnderRace(t)
 	reg := metrics.NewRegistry()
 	h, _, _ := openTestHost(t, HostConfig{Metrics: reg})
 	sink, err := h.NewSink(SinkConfig{BufferMS: 120})

@@ -1,0 +1,5 @@
+//go:build portaudio && cgo && !race
+
+package portaudio
+
+const raceEnabled = false
