@@ -5,7 +5,7 @@
 // of the echo return loss), an optional loudspeaker non-linearity (soft
 // clipping), a clock offset between the speaker and the mic (the mic
 // samples a little faster or slower; fractional resampling) and additive
-// noise (white, pink, motor hum, babble).
+// noise (white, pink, motor hum, babble, knocks).
 //
 // The core is independent of devices and time: Play hands the path the
 // samples the speaker plays, positioned at the speaker's sample index;

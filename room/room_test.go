@@ -3,6 +3,7 @@ package room
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -266,5 +267,78 @@ func TestRecordedNoiseLoopsAtUnitRMS(t *testing.T) {
 	}
 	if _, err := NewRecordedNoise(rec[:100], 1); err == nil {
 		t.Fatal("100 samples accepted")
+	}
+}
+
+// The knocks noise: unit RMS over a minute (±2.5 dB, every seed), its
+// events impulsive (peaks 20 dB and more above the RMS, a floor far under
+// it between them), one every 0.7..3 s, the same for the same seed.
+func TestNoiseKnocks(t *testing.T) {
+	const rate = 16000
+	for seed := uint64(1); seed <= 20; seed++ {
+		n, err := NewNoise(NoiseKnocks, rate, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]float32, rate*60)
+		n.Fill(buf[:rate*20])
+		n.Fill(buf[rate*20:]) // in pieces, as Capture does
+		var ss, peak float64
+		for _, v := range buf {
+			ss += float64(v) * float64(v)
+			peak = math.Max(peak, math.Abs(float64(v)))
+		}
+		rmsDB := 10 * math.Log10(ss/float64(len(buf)))
+		if math.Abs(rmsDB) > 2.5 {
+			t.Errorf("seed %d: RMS %.1f dB over a minute, want 0±2.5", seed, rmsDB)
+		}
+		if p := 20*math.Log10(peak) - rmsDB; p < 20 {
+			t.Errorf("seed %d: peak only %.1f dB above the RMS: not impulsive", seed, p)
+		}
+		// Events: 10 ms blocks 15 dB and more above the floor (the
+		// median block), counted once per onset; most blocks are the
+		// floor.
+		var lv []float64
+		for i := 0; i+rate/100 <= len(buf); i += rate / 100 {
+			var e float64
+			for _, v := range buf[i : i+rate/100] {
+				e += float64(v) * float64(v)
+			}
+			lv = append(lv, 10*math.Log10(e/float64(rate/100)+1e-12))
+		}
+		floor := slices.Clone(lv)
+		slices.Sort(floor)
+		med := floor[len(floor)/2]
+		var events, quiet int
+		loud := false
+		for _, db := range lv {
+			if math.Abs(db-med) < 3 {
+				quiet++
+			}
+			if db > med+15 && !loud {
+				events++
+			}
+			loud = db > med+10
+		}
+		if events < 20 || events > 130 {
+			t.Errorf("seed %d: %d events in a minute, want one every 0.7..3 s", seed, events)
+		}
+		if quiet < len(lv)/2 {
+			t.Errorf("seed %d: only %d of %d blocks at the floor between events", seed, quiet, len(lv))
+		}
+		if p := 20*math.Log10(peak) - med; p < 30 {
+			t.Errorf("seed %d: peaks only %.1f dB above the floor", seed, p)
+		}
+	}
+	a, b := make([]float32, 4000), make([]float32, 4000)
+	n1, _ := NewNoise(NoiseKnocks, rate, 5)
+	n2, _ := NewNoise(NoiseKnocks, rate, 5)
+	n1.Fill(a)
+	n2.Fill(b)
+	if !slices.Equal(a, b) {
+		t.Error("the same seed gave different knocks")
+	}
+	if testing.AllocsPerRun(10, func() { n1.Fill(a) }) != 0 {
+		t.Error("Fill allocates")
 	}
 }
