@@ -24,6 +24,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/robot-agent/robot-agent/codec/resample"
@@ -117,9 +118,7 @@ func (c Config) Validate() error {
 	if !(c.DriftPPM >= -MaxDriftPPM && c.DriftPPM <= MaxDriftPPM) {
 		bad("drift_ppm %v out of range -%v..%v", c.DriftPPM, MaxDriftPPM, MaxDriftPPM)
 	}
-	switch c.Noise {
-	case "", NoiseNone, NoiseWhite, NoisePink, NoiseMotor, NoiseBabble:
-	default:
+	if c.Noise != "" && !slices.Contains(NoiseKinds, c.Noise) {
 		bad("noise %q is not one of %v", c.Noise, NoiseKinds)
 	}
 	if c.Noise != "" && c.Noise != NoiseNone && !(c.NoiseDBFS <= 0 && c.NoiseDBFS >= -120) {
