@@ -85,10 +85,14 @@ type BackgroundGuarded interface {
 // BackgroundMargin is the speech-like background guard's margin in dB
 // that Options.BackgroundDB db gives: DefaultBackgroundDB for 0, 0 (off)
 // for a negative value, else db.
-func BackgroundMargin(db float64) float64 {
+func BackgroundMargin(db float64) float64 { return defaultOrOff(db, DefaultBackgroundDB) }
+
+// defaultOrOff maps a configured dB value: def for 0, 0 (off) for a
+// negative value, else db.
+func defaultOrOff(db, def float64) float64 {
 	switch {
 	case db == 0:
-		return DefaultBackgroundDB
+		return def
 	case db < 0:
 		return 0
 	}
