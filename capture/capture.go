@@ -111,4 +111,7 @@ const (
 	// frames judged so.
 	MetricBackground       = "robot_agent_capture_vad_speechlike_background"
 	MetricBackgroundFrames = "robot_agent_capture_vad_speechlike_background_frames_total"
+	// MetricTransients counts runs of speech frames the VAD's transient
+	// guard held back (vad.TransientGuard).
+	MetricTransients = "robot_agent_capture_vad_transients_total"
 )

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -123,6 +124,13 @@ type VADConfig struct {
 	// (vad.DefaultBackgroundDB, 10); negative: off; at most 40. Ignored by
 	// the other detectors.
 	BackgroundDB float64 `yaml:"background_db"`
+	// TransientDecayDB is the VAD's transient guard (vad.TransientGuard),
+	// for every detector: a run of speech frames that peaks in its first
+	// two frames and then decays by at least this many dB per 20 ms — a
+	// knock, a clap, a servo's clunk — does not start an utterance until a
+	// voice rises out of it. 0: the default
+	// (vad.DefaultTransientDecayDB, 1.5); negative: off; at most 20.
+	TransientDecayDB float64 `yaml:"transient_decay_db"`
 }
 
 // WithDefaults returns c with zero fields replaced by defaults.
@@ -197,6 +205,9 @@ func (c Config) Validate() error {
 	}
 	if v.BackgroundDB > vad.MaxBackgroundDB {
 		errs.Add("vad.background_db", v.BackgroundDB, fmt.Sprintf("out of range: at most %v", vad.MaxBackgroundDB), "negative: off, 0: the default")
+	}
+	if v.TransientDecayDB > vad.MaxTransientDecayDB || math.IsNaN(v.TransientDecayDB) {
+		errs.Add("vad.transient_decay_db", v.TransientDecayDB, fmt.Sprintf("out of range: at most %v", vad.MaxTransientDecayDB), "negative: off, 0: the default")
 	}
 	if v.PreRollMS < 0 || v.PreRollMS > maxPreRollMS {
 		rng("vad.preroll_ms", v.PreRollMS, 0, maxPreRollMS)

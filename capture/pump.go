@@ -55,6 +55,17 @@ type Pump struct {
 	guard OnsetGuard
 	// dsig is the guard's DecisionSignal, if it has one.
 	dsig DecisionSignal
+	// trans is the VAD's transient guard (nil: off). Run goroutine:
+	// transHeld: it held the current run of speech frames at or past min
+	// speech; transRun: that run's length so far; heldLen, heldAgo: the
+	// last such held run's length and the frames since it ended (heldLen 0:
+	// none within retroFrames); retro: extra pre-roll frames for the
+	// current run (see transientFrame); retroFrames, maxRetro: the limits.
+	trans                        *vad.TransientGuard
+	transHeld                    bool
+	transRun, heldLen, heldAgo   int
+	retro, retroFrames, maxRetro int
+	transient                    *metrics.Counter
 
 	// VAD parameters in frames / dB per frame.
 	preFrames, minSpeechFrames, hangFrames, maxFrames int
@@ -111,6 +122,7 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 		readErrors: reg.Counter(MetricReadErrors, "Mic read failures (each ends a Run)."),
 		bgFrames:   reg.Counter(MetricBackgroundFrames, "Mic frames the VAD judged with a speech-like background (babble, a television): speech had to be louder than it."),
 		bgGauge:    reg.Gauge(MetricBackground, "1 while the VAD hears a speech-like background (babble, a television) and asks for a louder voice."),
+		transient:  reg.Counter(MetricTransients, "Runs of speech-like mic frames the VAD held back as a decaying transient (a knock, a clap, a servo's clunk) rather than start an utterance on."),
 	}
 	ringLen := 1
 	if p.vad {
@@ -121,6 +133,16 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 		p.maxFrames = max(v.MaxUtteranceMS/cfg.FrameMS, 1)
 		p.riseStep = v.FloorRiseDBPerS * float64(cfg.FrameMS) / 1000
 		ringLen = p.preFrames + p.minSpeechFrames
+		if decay := vad.TransientDecay(v.TransientDecayDB); decay > 0 {
+			g, err := vad.NewTransientGuard(vad.TransientConfig{FrameMS: cfg.FrameMS, DecayDB: decay})
+			if err != nil {
+				return nil, fmt.Errorf("capture: vad.transient_decay_db: %w", err)
+			}
+			p.trans = g
+			p.retroFrames = cfg.frames(transientRetroMS)
+			p.maxRetro = p.retroFrames + cfg.frames(transientRetroHeldMS)
+			ringLen += p.maxRetro
+		}
 		if v.Detector != vad.KindEnergy {
 			kind, mode := v.Detector, v.DetectorMode
 			if kind == DetectorAuto {
@@ -261,13 +283,17 @@ func (p *Pump) processVAD(cur *slot) {
 		p.processDetector(cur)
 		return
 	}
-	db := pcm.DBFS(p.decision(cur.samples))
+	dec := p.decision(cur.samples)
+	db := pcm.DBFS(dec)
 	gated := p.gated()
 	if !p.floorInit {
 		p.floor, p.floorInit = db, true
 	}
 	ref := max(p.floor, p.cfg.VAD.MinFloorDBFS)
 
+	if p.inUtt || gated {
+		p.transientFrame(dec, false)
+	}
 	if p.inUtt {
 		if gated {
 			p.send(cur.samples, cur.ts, protocol.FlagEnd)
@@ -297,19 +323,23 @@ func (p *Pump) processVAD(cur *slot) {
 	} else {
 		p.floor = min(p.floor+p.riseStep, db)
 	}
-	p.idleFrame(cur)
+	p.idleFrame(cur, p.transientFrame(dec, p.speechRun > 0))
 }
 
 // processDetector is processVAD with an external detector's decision.
 func (p *Pump) processDetector(cur *slot) {
 	gated := p.gated()
+	dec := p.decision(cur.samples)
+	if p.inUtt || gated {
+		p.transientFrame(dec, false)
+	}
 	if p.inUtt {
 		if gated {
 			p.send(cur.samples, cur.ts, protocol.FlagEnd)
 			p.endUtterance()
 			return
 		}
-		speech := p.det.Speech(p.decision(cur.samples), true)
+		speech := p.det.Speech(dec, true)
 		p.noteBackground()
 		p.inUttFrame(cur, speech)
 		return
@@ -321,7 +351,7 @@ func (p *Pump) processDetector(cur *slot) {
 		// through the half-duplex gate may become the noise estimate.
 		p.detAdapt.SetAdapt(!echo && !gated)
 	}
-	speech := p.det.Speech(p.decision(cur.samples), false)
+	speech := p.det.Speech(dec, false)
 	p.noteBackground()
 	if gated {
 		p.held, p.speechRun = 0, 0
@@ -332,7 +362,7 @@ func (p *Pump) processDetector(cur *slot) {
 	} else {
 		p.speechRun = 0
 	}
-	p.idleFrame(cur)
+	p.idleFrame(cur, p.transientFrame(dec, p.speechRun > 0))
 }
 
 // noteBackground counts and reports the detector's speech-like background
@@ -387,9 +417,10 @@ func (p *Pump) inUttFrame(cur *slot, speech bool) {
 	p.send(cur.samples, cur.ts, protocol.FlagContinue)
 }
 
-// idleFrame handles a frame outside an utterance once speechRun is updated.
-func (p *Pump) idleFrame(cur *slot) {
-	if p.speechRun < p.minSpeechFrames {
+// idleFrame handles a frame outside an utterance once speechRun is updated;
+// transient says the transient guard holds the run of speech frames.
+func (p *Pump) idleFrame(cur *slot, transient bool) {
+	if transient || p.speechRun < p.minSpeechFrames {
 		p.head = (p.head + 1) % len(p.ring)
 		p.held = min(p.held+1, len(p.ring)-1)
 		return
@@ -398,7 +429,7 @@ func (p *Pump) idleFrame(cur *slot) {
 	// (Only a config whose max utterance is about pre-roll + min speech
 	// makes these frames already too many; the last then ends it.)
 	p.begin()
-	k := min(p.held+1, p.preFrames+p.speechRun)
+	k := min(p.held+1, p.preFrames+p.speechRun+p.retro)
 	end := k >= p.maxFrames
 	for i := k - 1; i >= 0; i-- {
 		s := &p.ring[(p.head-i+len(p.ring))%len(p.ring)]
@@ -415,6 +446,58 @@ func (p *Pump) idleFrame(cur *slot) {
 	}
 	p.uttFrames = k
 	p.held = 0
+}
+
+// transientRetroMS: a run of speech frames that starts within this long
+// after a run the transient guard held (one that would otherwise have
+// started an utterance) has that run and the gap in its pre-roll, up to
+// transientRetroHeldMS of the held run. The guard can take a voice's first
+// syllable for a knock — a short vowel closed by a stop, as in "Ex-cuse
+// me", starts abruptly and falls like one — and the next syllable then
+// starts the utterance: this way the first is still sent (a knock just
+// before a voice is sent too, which costs nothing).
+const (
+	transientRetroMS     = 300
+	transientRetroHeldMS = 400
+)
+
+// transientFrame feeds the transient guard the frame the VAD judged; run
+// says it extends a run of speech frames outside an utterance (any other
+// frame only updates the guard's history and ends the run). It reports
+// whether the guard holds the run as a decaying transient (a knock, a
+// clap), which must not start an utterance.
+func (p *Pump) transientFrame(dec []int16, run bool) bool {
+	if p.trans == nil {
+		return false
+	}
+	if !run {
+		if p.transHeld {
+			p.heldLen, p.heldAgo = p.transRun, 0
+		} else if p.heldLen > 0 {
+			if p.heldAgo++; p.heldAgo > p.retroFrames {
+				p.heldLen = 0
+			}
+		}
+		p.transHeld, p.transRun = false, 0
+		p.trans.Frame(dec, false)
+		return false
+	}
+	if p.transRun == 0 {
+		p.retro = 0
+		if p.heldLen > 0 {
+			p.retro = min(p.heldAgo+p.heldLen, p.maxRetro)
+			p.heldLen = 0
+		}
+	}
+	p.transRun++
+	hold := p.trans.Frame(dec, true)
+	if hold && !p.transHeld && p.speechRun >= p.minSpeechFrames {
+		// Counted once per run, and only when it kept an utterance from
+		// starting.
+		p.transHeld = true
+		p.transient.Inc()
+	}
+	return hold
 }
 
 // begin starts an utterance; its first delivered frame gets FlagStart.

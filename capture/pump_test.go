@@ -479,6 +479,7 @@ func TestConfigValidate(t *testing.T) {
 		{"floor rise", Config{VAD: VADConfig{FloorRiseDBPerS: -1}}, "vad.floor_rise_db_per_s: -1"},
 		{"background off", Config{VAD: VADConfig{BackgroundDB: -1}}, ""},
 		{"background", Config{VAD: VADConfig{BackgroundDB: 41}}, "vad.background_db: 41: out of range: at most 40"},
+		{"transient", Config{VAD: VADConfig{TransientDecayDB: 20.5}}, "vad.transient_decay_db: 20.5: out of range: at most 20"},
 		{"preroll", Config{VAD: VADConfig{PreRollMS: -5}}, "vad.preroll_ms: -5: out of range 0..2000"},
 		{"hangover", Config{VAD: VADConfig{HangoverMS: 9000}}, "vad.hangover_ms: 9000: out of range 0..5000"},
 		{"min speech", Config{VAD: VADConfig{MinSpeechMS: 1001}}, "vad.min_speech_ms: 1001"},

@@ -109,17 +109,18 @@ type Mic struct {
 // (capture.VADConfig: the same fields in the same order, so that one
 // converts to the other).
 type VAD struct {
-	StartDB         float64 `yaml:"start_db"`
-	StopDB          float64 `yaml:"stop_db"`
-	MinFloorDBFS    float64 `yaml:"min_floor_dbfs"`
-	FloorRiseDBPerS float64 `yaml:"floor_rise_db_per_s"`
-	PreRollMS       int     `yaml:"preroll_ms"`
-	HangoverMS      int     `yaml:"hangover_ms"`
-	MinSpeechMS     int     `yaml:"min_speech_ms"`
-	MaxUtteranceMS  int     `yaml:"max_utterance_ms"`
-	Detector        string  `yaml:"detector"`
-	DetectorMode    int     `yaml:"detector_mode"`
-	BackgroundDB    float64 `yaml:"background_db"`
+	StartDB          float64 `yaml:"start_db"`
+	StopDB           float64 `yaml:"stop_db"`
+	MinFloorDBFS     float64 `yaml:"min_floor_dbfs"`
+	FloorRiseDBPerS  float64 `yaml:"floor_rise_db_per_s"`
+	PreRollMS        int     `yaml:"preroll_ms"`
+	HangoverMS       int     `yaml:"hangover_ms"`
+	MinSpeechMS      int     `yaml:"min_speech_ms"`
+	MaxUtteranceMS   int     `yaml:"max_utterance_ms"`
+	Detector         string  `yaml:"detector"`
+	DetectorMode     int     `yaml:"detector_mode"`
+	BackgroundDB     float64 `yaml:"background_db"`
+	TransientDecayDB float64 `yaml:"transient_decay_db"`
 }
 
 // Playback configures the jitter buffer.

@@ -50,7 +50,8 @@ WAV and seed, --vad-seeds seeds, --vad-noises and --vad-snrs the grid
 --vad-detectors the candidates (kind[:mode][/dB], ns+ prefix for the noise
 suppressor first; spectral's mode is its decision hangover in ms, /dB its
 speech-like background guard's margin, /-1 off),
---vad-min-speech-ms the pump's min speech, --vad-idle-s seconds of noise
+--vad-min-speech-ms the pump's min speech, --vad-transient-db its
+transient guard (knocks, claps; negative: off), --vad-idle-s seconds of noise
 alone after each phrase's trials (false starts per minute), --vad-warmup-s
 seconds of noise alone before them, run through but not counted. Frame
 precision/recall/false positives are the detector's raw decisions per
@@ -67,7 +68,7 @@ type duplexFlags struct {
 	bargeIn, vadCompare, ns, driftComp, speakerClock                                                                  bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs                                                                    string
 	vadSeeds, vadMinSpeech, vadIdle, vadWarmup                                                                        int
-	ser, snr, farDB, dtDB, guardDB, linGuardDB                                                                        float64
+	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient                                                          float64
 	rc                                                                                                                room.Config
 }
 
@@ -155,7 +156,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.bargeIn, "barge-in", false, "the near end talks over every reply")
 	fs.Float64Var(&f.ser, "ser-db", 0, "speech-to-echo ratio at the mic (near-end level minus echo level)")
 	fs.Float64Var(&f.snr, "snr-db", 10, "near-end level over noise level")
-	fs.StringVar(&f.noise, "noise", room.NoiseNone, "noise kind: none, white, pink, motor, babble")
+	fs.StringVar(&f.noise, "noise", room.NoiseNone, "noise kind: none, white, pink, motor, babble, knocks")
 	fs.Float64Var(&f.farDB, "far-dbfs", -20, "active level of the far end as played")
 	fs.Float64Var(&f.rc.DelayMS, "delay-ms", 60, "echo delay beyond the device latencies")
 	fs.Float64Var(&f.rc.EchoGainDB, "echo-gain-db", 0, "echo level relative to the played level (-ERL)")
@@ -176,6 +177,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.vadWarmup, "vad-warmup-s", 0, "--vad-compare: seconds of noise alone before each stream, run through but not counted (detectors that learn their background have learnt it)")
 	fs.IntVar(&f.vadIdle, "vad-idle-s", 0, "--vad-compare: seconds of noise alone after each phrase's trials (utterances started there: idle starts/min)")
 	fs.IntVar(&f.vadMinSpeech, "vad-min-speech-ms", 0, "--vad-compare: the pump's min speech in ms (0: capture's default, 60)")
+	fs.Float64Var(&f.vadTransient, "vad-transient-db", 0, "the pump's transient guard (knocks, claps), dB of decay per 20 ms (0: capture's default, negative: off)")
 	fs.StringVar(&f.vadDetectors, "vad-detectors", "", "--vad-compare: candidates, comma-separated kind[:mode][/background dB, -1 off] with optional ns+ prefix (default: every one built in)")
 	fs.StringVar(&f.echoPlayed, "echo-played", "", "with --echo-recorded: measure a real echo path (make hil): the WAV played through the speaker")
 	fs.StringVar(&f.echoRecorded, "echo-recorded", "", "the WAV the mic recorded meanwhile; prints the delay and echo gain (ERL)")
@@ -214,6 +216,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --replies %d out of range 1..10000\n", f.replies)
 		return 2
 	}
+	if f.vadTransient > vad.MaxTransientDecayDB || math.IsNaN(f.vadTransient) {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --vad-transient-db %g out of range: at most %g (negative: off)\n", f.vadTransient, vad.MaxTransientDecayDB)
+		return 2
+	}
 	if f.vadCompare {
 		return vadCompare(f, stdout, stderr)
 	}
@@ -233,7 +239,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
 			AEC:     k.opts,
 			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg},
-			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
+			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
 		if f.out != "" {
 			path := f.out
 			if len(kinds) > 1 {

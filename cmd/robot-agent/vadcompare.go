@@ -196,6 +196,7 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 			return fail(2, "%v", err)
 		}
 		c.cfg.MinSpeechMS = f.vadMinSpeech
+		c.cfg.TransientDecayDB = f.vadTransient
 		cands = append(cands, c)
 	}
 	phrases, src, err := loadVADPhrases(f.near)
@@ -203,8 +204,12 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 		return fail(2, "%v", err)
 	}
 	minSpeech := capture.Config{VAD: capture.VADConfig{MinSpeechMS: f.vadMinSpeech}}.WithDefaults().VAD.MinSpeechMS
-	fmt.Fprintf(stdout, "duplex-bench --vad-compare: %d near-end phrases (%s) x %d trials x %d seeds per cell; pump defaults (pre-roll, hangover), min speech %d ms\n",
-		len(phrases), src, f.replies, f.vadSeeds, minSpeech)
+	transient := "off"
+	if d := vad.TransientDecay(f.vadTransient); d > 0 {
+		transient = fmt.Sprintf("%g dB per 20 ms", d)
+	}
+	fmt.Fprintf(stdout, "duplex-bench --vad-compare: %d near-end phrases (%s) x %d trials x %d seeds per cell; pump defaults (pre-roll, hangover), min speech %d ms, transient guard %s\n",
+		len(phrases), src, f.replies, f.vadSeeds, minSpeech, transient)
 	for _, p := range phrases {
 		fmt.Fprintf(stdout, "  %s: %.2f s\n", p.name, float64(len(p.samples))/duplex.NearRate)
 	}

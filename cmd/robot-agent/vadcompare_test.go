@@ -23,6 +23,8 @@ func TestVADCompareFlagErrors(t *testing.T) {
 		{[]string{"--vad-min-speech-ms", "-20"}, "--vad-min-speech-ms -20"},
 		{[]string{"--vad-idle-s", "-1"}, "--vad-idle-s -1"},
 		{[]string{"--vad-warmup-s", "601"}, "--vad-warmup-s 601 out of range 0..600"},
+		{[]string{"--vad-transient-db", "25"}, "--vad-transient-db 25 out of range: at most 20"},
+		{[]string{"--vad-noises", "knocks,hail"}, `--vad-noises: "hail"`},
 		{[]string{"--vad-detectors", "energy,neural"}, `kind "neural"`},
 		{[]string{"--vad-detectors", "webrtc:x"}, `mode "x"`},
 		{[]string{"--vad-detectors", "spectral/loud"}, `background guard "loud"`},
@@ -59,11 +61,11 @@ func TestVADCompareRuns(t *testing.T) {
 		paths = append(paths, p)
 	}
 	code, stdout, errs := runCLI("duplex-bench", "--vad-compare", "--near", strings.Join(paths, ","), "--replies", "2", "--vad-seeds", "1",
-		"--vad-noises", "pink,motor", "--vad-snrs", "10", "--vad-detectors", "energy,spectral,spectral:50/-1", "--vad-min-speech-ms", "40", "--vad-idle-s", "3")
+		"--vad-noises", "pink,motor", "--vad-snrs", "10", "--vad-detectors", "energy,spectral,spectral:50/-1", "--vad-min-speech-ms", "40", "--vad-idle-s", "3", "--vad-transient-db", "-1")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(stdout, "2 near-end phrases (files) x 2 trials x 1 seeds") || !strings.Contains(stdout, "min speech 40 ms") {
+	if !strings.Contains(stdout, "2 near-end phrases (files) x 2 trials x 1 seeds") || !strings.Contains(stdout, "min speech 40 ms, transient guard off") {
 		t.Errorf("header:\n%s", stdout)
 	}
 	rows := 0

@@ -22,7 +22,8 @@ type Utterance struct {
 // Speech-like means a voiced harmonic signal: a fundamental gliding within
 // 120..220 Hz, ten harmonics with 1/k amplitudes, a 4 Hz syllable-rate
 // amplitude envelope (never below a quarter of the peak, so the level stays
-// well above the noise floor) and 10 ms ramps at each end. Its RMS is about
+// well above the noise floor; each burst starts in a syllable's rise) and
+// 10 ms ramps at each end. Its RMS is about
 // -25 dBFS with peaks near -16 dBFS. The noise floor (MicConfig.NoiseDBFS) is present throughout.
 type SpeechScript struct {
 	Utterances []Utterance
@@ -103,7 +104,10 @@ func (g *speechGen) startSegment() {
 	g.depth = 15 + 20*g.rng.Float64()     // ±15..35 Hz
 	g.glideHz = 0.4 + 0.8*g.rng.Float64() // slow intonation glide
 	g.glidePhase = 2 * math.Pi * g.rng.Float64()
-	g.sylPhase = math.Pi * g.rng.Float64()
+	// A burst starts somewhere in the rise of its first syllable, as a
+	// voice does (not in the middle of a syllable's decay, which looks
+	// like a knock's tail to the VAD's transient guard).
+	g.sylPhase = math.Pi / 2 * g.rng.Float64()
 	g.phase = 0
 }
 

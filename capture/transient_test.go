@@ -1,0 +1,200 @@
+package capture
+
+import (
+	"context"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/codec/pcm"
+	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/vad"
+)
+
+// pcmSource plays s as a mic, advancing clk by what each Read returns.
+type pcmSource struct {
+	clk *clock.Fake
+	s   []int16
+	pos int
+}
+
+func (s *pcmSource) Format() hw.AudioFormat { return hw.MicFormat }
+func (s *pcmSource) Close() error           { return nil }
+func (s *pcmSource) Read(dst []int16) (int, error) {
+	if s.pos+len(dst) > len(s.s) {
+		return 0, hw.ErrClosed
+	}
+	copy(dst, s.s[s.pos:])
+	s.pos += len(dst)
+	s.clk.Advance(time.Duration(len(dst)) * time.Second / 16000)
+	return len(dst), nil
+}
+
+// knockRoom renders a -50 dBFS noisy room with knocks (broadband, low thuds
+// and a ringing clunk, decaying with 10..50 ms time constants, peaks 25 to
+// 30 dB above the room) every 0.8 s from 0.6 s, then from voiceAt a voiced
+// talker rising into her first syllable over 30 ms and talking for a
+// second.
+func knockRoom(voiceAt float64) (s []int16, knocks int) {
+	const rate = 16000
+	rng := rand.New(rand.NewPCG(11, 12))
+	n := int((voiceAt + 1.8) * rate)
+	s = make([]int16, n)
+	bg := pcm.DBFSToRMS(-50)
+	type knock struct {
+		at, tau, amp, hz float64
+	}
+	var ks []knock
+	for at, i := 0.6, 0; at+0.4 < voiceAt; at, i = at+0.8, i+1 {
+		ks = append(ks, knock{at: at + 0.0037*float64(i), tau: []float64{0.01, 0.03, 0.05, 0.02}[i%4],
+			amp: pcm.DBFSToRMS([]float64{-20, -25, -22, -24}[i%4]), hz: []float64{0, 120, 0, 900}[i%4]})
+	}
+	lp := 0.0
+	for i := range s {
+		t := float64(i) / rate
+		v := bg * rng.NormFloat64()
+		for _, k := range ks {
+			if d := t - k.at; d >= 0 && d < 0.5 {
+				e := k.amp * math.Exp(-d/k.tau)
+				if k.hz == 0 {
+					v += e * rng.NormFloat64()
+				} else {
+					v += e * math.Sqrt2 * math.Sin(2*math.Pi*k.hz*d)
+				}
+			}
+		}
+		if d := t - voiceAt; d >= 0 && d < 1 {
+			f0 := 140 + 20*math.Sin(2*math.Pi*0.7*d)
+			lp += 2 * math.Pi * f0 / rate
+			var h float64
+			for k := 1; k <= 10; k++ {
+				h += math.Sin(float64(k)*lp) / float64(k)
+			}
+			env := math.Min(d/0.03, 1) * (0.6 + 0.4*math.Sin(math.Pi*4*d))
+			v += pcm.DBFSToRMS(-26) * env * h
+		}
+		s[i] = int16(max(min(v, 32767), -32768))
+	}
+	return s, len(ks)
+}
+
+// runPump runs cfg's pump over s and returns the utterances' first frame
+// timestamps and the registry's transient count.
+func runPump(t *testing.T, cfg Config, s []int16) (starts []time.Duration, held int64) {
+	t.Helper()
+	clk := clock.NewFake()
+	col := &collector{}
+	reg := metrics.NewRegistry()
+	p, err := NewPump(cfg, &pcmSource{clk: clk, s: s}, col, clk, reg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Run(context.Background()); !errors.Is(err, hw.ErrClosed) {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, u := range col.utterances() {
+		starts = append(starts, u[0].TS)
+	}
+	return starts, reg.Value(MetricTransients)
+}
+
+// In a room of knocks, the pump with its transient guard starts no
+// utterance on them (every detector built in), counts each run it held,
+// and starts the talker's utterance at the same frame as without the
+// guard. Without the guard the same knocks start utterances, so the room
+// does test the guard.
+func TestVADTransientGuardIgnoresKnocks(t *testing.T) {
+	const voiceAt = 4.0
+	s, knocks := knockRoom(voiceAt)
+	for _, det := range []string{vad.KindEnergy, DetectorAuto} {
+		t.Run(det, func(t *testing.T) {
+			off, _ := runPump(t, Config{Mode: ModeVAD, VAD: VADConfig{Detector: det, TransientDecayDB: -1}}, s)
+			on, held := runPump(t, Config{Mode: ModeVAD, VAD: VADConfig{Detector: det}}, s)
+			if len(off) < 3 {
+				t.Fatalf("without the guard %d utterances (%v) in a room of %d knocks and one talker: the room does not test the guard", len(off), off, knocks)
+			}
+			if len(on) != 1 {
+				t.Fatalf("with the guard %d utterances at %v, want 1 (the talker's); without it %v", len(on), on, off)
+			}
+			want := time.Duration(voiceAt*float64(time.Second)) - DefaultPreRollMS*time.Millisecond
+			if on[0] < want-20*time.Millisecond || on[0] > want+80*time.Millisecond {
+				t.Errorf("the talker's utterance starts at %v, want %v (onset - pre-roll) +80ms", on[0], want)
+			}
+			// Not later than without the guard (earlier when a knock's
+			// utterance, ending just before, cut the pre-roll short).
+			if on[0] > off[len(off)-1] {
+				t.Errorf("the talker's utterance starts at %v with the guard, %v without", on[0], off[len(off)-1])
+			}
+			if held != int64(len(off)-1) {
+				t.Errorf("%s = %d, want %d (the knocks that start an utterance without the guard)", MetricTransients, held, len(off)-1)
+			}
+		})
+	}
+}
+
+// exCuse renders "Ex-cuse me" as the transient guard sees it: in a -50
+// dBFS room from exAt, a voiced syllable that starts abruptly, peaks and
+// falls (a short vowel closed by a stop: it looks like a knock), then 270
+// ms later (a weak syllable the detector misses, a pause) the voice
+// rising over 30 ms for 0.8 s: more than the pre-roll after the first.
+func exCuse(exAt float64) []int16 {
+	const rate = 16000
+	rng := rand.New(rand.NewPCG(21, 22))
+	s := make([]int16, int((exAt+1.8)*rate))
+	bg := pcm.DBFSToRMS(-50)
+	ph := 0.0
+	for i := range s {
+		t := float64(i) / rate
+		v := bg * rng.NormFloat64()
+		var env float64
+		switch d := t - exAt; {
+		case d >= 0 && d < 0.03:
+			env = 1
+		case d >= 0.03 && d < 0.06:
+			env = math.Exp(-(d - 0.03) / 0.012)
+		case d >= 0.33 && d < 1.13:
+			env = math.Min((d-0.33)/0.03, 1)
+		}
+		if env > 0 {
+			ph += 2 * math.Pi * 120 / rate
+			var h float64
+			for k := 1; k <= 10; k++ {
+				h += math.Sin(float64(k)*ph) / float64(k)
+			}
+			v += pcm.DBFSToRMS(-24) * env * h
+		}
+		s[i] = int16(max(min(v, 32767), -32768))
+	}
+	return s
+}
+
+// When the guard takes a voice's first syllable for a knock and the next
+// syllable starts the utterance, the held syllable is still sent: the
+// utterance's pre-roll reaches back over it.
+func TestVADTransientGuardKeepsAHeldFirstSyllable(t *testing.T) {
+	const exAt = 1.0
+	s := exCuse(exAt)
+	for _, det := range []string{vad.KindEnergy, DetectorAuto} {
+		t.Run(det, func(t *testing.T) {
+			on, held := runPump(t, Config{Mode: ModeVAD, VAD: VADConfig{Detector: det}}, s)
+			off, _ := runPump(t, Config{Mode: ModeVAD, VAD: VADConfig{Detector: det, TransientDecayDB: -1}}, s)
+			if held != 1 {
+				t.Fatalf("%s = %d, want 1: the syllable is not held, the test does not test the pre-roll", MetricTransients, held)
+			}
+			if len(on) != 1 || len(off) != 1 {
+				t.Fatalf("utterances: %v with the guard, %v without; want 1 each", on, off)
+			}
+			ex := time.Duration(exAt * float64(time.Second))
+			if on[0] > ex {
+				t.Errorf("the utterance starts at %v with the guard, after the first syllable at %v: it is lost", on[0], ex)
+			}
+			if on[0] < ex-DefaultPreRollMS*time.Millisecond-transientRetroMS*time.Millisecond {
+				t.Errorf("the utterance starts at %v, more than the pre-roll and the retro window before the syllable at %v", on[0], ex)
+			}
+		})
+	}
+}
