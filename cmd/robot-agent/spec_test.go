@@ -220,6 +220,27 @@ func TestSummarySpeechlikeBackground(t *testing.T) {
 	}
 }
 
+// TestSummaryTransients: the summary says how many runs the VAD's transient
+// guard kept from starting an utterance, from the capture pump's own
+// count, and says nothing when there were none.
+func TestSummaryTransients(t *testing.T) {
+	cfg := config.Default()
+	cfg.Device.ID = "knock-robot"
+	reg := metrics.NewRegistry()
+	a := newOfflineAgent(t, cfg, sim.MicConfig{}, reg)
+	var out bytes.Buffer
+	a.writeSummary(&out)
+	if strings.Contains(out.String(), "held back") {
+		t.Errorf("a summary without any held transient mentions it:\n%s", out.String())
+	}
+	reg.Counter(capture.MetricTransients, "").Add(7)
+	out.Reset()
+	a.writeSummary(&out)
+	if want := "vad:       7 knock(s), clap(s) or clunk(s) held back"; !strings.Contains(out.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, out.String())
+	}
+}
+
 // newOfflineAgent returns an agent (not running) on simulated devices, with
 // mic as its microphone, whose gateway is a loopback port nobody listens
 // on, so the link stays down.

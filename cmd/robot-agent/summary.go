@@ -27,6 +27,9 @@ func (a *agent) writeSummary(w io.Writer) {
 		fmt.Fprintf(w, "  vad:       speech-like background (babble, a television) for %.1f s: speech had to be louder than it (audio.vad.background_db)\n",
 			float64(n)*float64(captureConfig(a.cfg.Audio).FrameMS)/1000)
 	}
+	if n := v(capture.MetricTransients); n > 0 {
+		fmt.Fprintf(w, "  vad:       %d knock(s), clap(s) or clunk(s) held back: no utterance started on them (audio.vad.transient_decay_db)\n", n)
+	}
 	fmt.Fprintf(w, "  tts:       %.1f s received, %d responses played to the end, %d interrupted (barge-in)\n",
 		ttsSeconds(v), done, interrupted)
 	fmt.Fprintf(w, "  speaker:   %.1f s played, %d underruns, %d samples concealed, %d stale frames dropped\n",
