@@ -49,7 +49,11 @@ import (
 //
 // The guard never delays speech that does not decay from its first frames:
 // with the pump's default min speech (3 frames of 20 ms) an utterance
-// starts at the same frame as without it.
+// starts at the same frame as without it. Speech that does — a short first
+// syllable that starts abruptly and is closed by a stop, as in "Ex-cuse
+// me" — is held like a knock and starts late (measured in
+// docs/benchmarks.md; the capture pump then sends the held syllable in the
+// utterance's pre-roll).
 const (
 	// DefaultTransientDecayDB is the decay per 20 ms that marks a
 	// transient unless TransientConfig.DecayDB says otherwise. A knock or
