@@ -156,14 +156,8 @@ func (n *Noise) Fill(dst []float32) {
 			dst[i] = float32(n.rng.NormFloat64())
 		}
 	case NoisePink:
-		// Kellet's 3-pole approximation of a -3 dB/octave slope; the
-		// constant scales it to unit RMS for white input of unit RMS.
 		for i := range dst {
-			w := n.rng.NormFloat64()
-			n.b0 = 0.99765*n.b0 + w*0.0990460
-			n.b1 = 0.96300*n.b1 + w*0.2965164
-			n.b2 = 0.57000*n.b2 + w*1.0526913
-			dst[i] = float32((n.b0 + n.b1 + n.b2 + w*0.1848) / 3.1)
+			dst[i] = float32(n.pink())
 		}
 	case NoiseMotor:
 		// Hum with 8 harmonics (1/k), ±2 % speed wobble at 0.5 Hz and a
@@ -201,6 +195,17 @@ func (n *Noise) Fill(dst []float32) {
 	}
 }
 
+// pink returns the next sample of unit-RMS pink noise: Kellet's 3-pole
+// approximation of a -3 dB/octave slope on white noise of unit RMS, the
+// constant scaling it back to unit RMS.
+func (n *Noise) pink() float64 {
+	w := n.rng.NormFloat64()
+	n.b0 = 0.99765*n.b0 + w*0.0990460
+	n.b1 = 0.96300*n.b1 + w*0.2965164
+	n.b2 = 0.57000*n.b2 + w*1.0526913
+	return (n.b0 + n.b1 + n.b2 + w*0.1848) / 3.1
+}
+
 // knocksGain scales the knocks noise to about unit RMS over a minute
 // (measured over seeds 1..20: TestNoiseKnocks).
 const knocksGain = 22.0
@@ -215,11 +220,7 @@ func (n *Noise) fillKnocks(dst []float32) {
 			n.nextEvent = int64((0.7 + 2.3*n.rng.Float64()) * n.rate)
 		}
 		n.nextEvent--
-		w := n.rng.NormFloat64()
-		n.b0 = 0.99765*n.b0 + w*0.0990460
-		n.b1 = 0.96300*n.b1 + w*0.2965164
-		n.b2 = 0.57000*n.b2 + w*1.0526913
-		v := knocksFloor * (n.b0 + n.b1 + n.b2 + w*0.1848) / 3.1
+		v := knocksFloor * n.pink()
 		for k := range n.events {
 			e := &n.events[k]
 			if e.amp == 0 {

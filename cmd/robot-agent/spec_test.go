@@ -198,46 +198,35 @@ func TestSpec_7_3_DroppedOnArrivalHasNoProgress(t *testing.T) {
 	}
 }
 
-// TestSummarySpeechlikeBackground: the summary says how long the VAD heard
-// a speech-like background, from the capture pump's own frame count, and
-// says nothing when it never did.
-func TestSummarySpeechlikeBackground(t *testing.T) {
-	cfg := config.Default()
-	cfg.Device.ID = "bg-robot"
-	reg := metrics.NewRegistry()
-	a := newOfflineAgent(t, cfg, sim.MicConfig{}, reg)
-	var out bytes.Buffer
-	a.writeSummary(&out)
-	if strings.Contains(out.String(), "speech-like background") {
-		t.Errorf("a summary without any background frame mentions it:\n%s", out.String())
-	}
-	reg.Counter(capture.MetricBackgroundFrames, "").Add(150)
-	out.Reset()
-	a.writeSummary(&out)
-	want := "speech-like background (babble, a television) for 3.0 s" // 150 frames of the default 20 ms
-	if !strings.Contains(out.String(), want) {
-		t.Errorf("summary lacks %q:\n%s", want, out.String())
-	}
-}
-
-// TestSummaryTransients: the summary says how many runs the VAD's transient
-// guard kept from starting an utterance, from the capture pump's own
-// count, and says nothing when there were none.
-func TestSummaryTransients(t *testing.T) {
-	cfg := config.Default()
-	cfg.Device.ID = "knock-robot"
-	reg := metrics.NewRegistry()
-	a := newOfflineAgent(t, cfg, sim.MicConfig{}, reg)
-	var out bytes.Buffer
-	a.writeSummary(&out)
-	if strings.Contains(out.String(), "held back") {
-		t.Errorf("a summary without any held transient mentions it:\n%s", out.String())
-	}
-	reg.Counter(capture.MetricTransients, "").Add(7)
-	out.Reset()
-	a.writeSummary(&out)
-	if want := "vad:       7 knock(s), clap(s) or clunk(s) held back"; !strings.Contains(out.String(), want) {
-		t.Errorf("summary lacks %q:\n%s", want, out.String())
+// TestSummaryVADLines: the summary says how long the VAD heard a
+// speech-like background and how many runs its transient guard held back,
+// from the capture pump's own counts, and says nothing of either when
+// there was none.
+func TestSummaryVADLines(t *testing.T) {
+	for _, tc := range []struct {
+		metric      string
+		add         int64
+		quiet, want string
+	}{
+		// 150 frames of the default 20 ms.
+		{capture.MetricBackgroundFrames, 150, "speech-like background", "speech-like background (babble, a television) for 3.0 s"},
+		{capture.MetricTransients, 7, "held back", "vad:       7 knock(s), clap(s) or clunk(s) held back"},
+	} {
+		cfg := config.Default()
+		cfg.Device.ID = "vad-robot"
+		reg := metrics.NewRegistry()
+		a := newOfflineAgent(t, cfg, sim.MicConfig{}, reg)
+		var out bytes.Buffer
+		a.writeSummary(&out)
+		if strings.Contains(out.String(), tc.quiet) {
+			t.Errorf("a summary without %s mentions %q:\n%s", tc.metric, tc.quiet, out.String())
+		}
+		reg.Counter(tc.metric, "").Add(tc.add)
+		out.Reset()
+		a.writeSummary(&out)
+		if !strings.Contains(out.String(), tc.want) {
+			t.Errorf("summary lacks %q:\n%s", tc.want, out.String())
+		}
 	}
 }
 
