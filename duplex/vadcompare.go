@@ -100,6 +100,10 @@ type VADResult struct {
 	// start of the first labelled frame: 20 ms when it fires on that
 	// frame. Phrases not called speech before their end are left out.
 	RawOnsets []time.Duration
+	// RawOnsetsP56: the same against the first frame LabelsP56 marks
+	// (ITU-T P.56 method B activity): 20 ms when the detector fires on that
+	// frame, less when it fired on a fainter frame before it.
+	RawOnsetsP56 []time.Duration
 	// Onsets: the pump's utterance starts (decision time) minus the start of
 	// the phrase's first labelled frame; with min_speech_ms 60 the least
 	// possible is 60 ms.
@@ -169,16 +173,19 @@ func RunVAD(sc VADScene) (VADResult, error) {
 		phrases = append(phrases, phrase{start: at, end: at + n})
 	}
 	labels, active, p56 := Labels(clean), LabelsActive(clean), LabelsP56(clean)
-	onsetActive := make([]int, len(phrases))
+	onsetActive, onsetP56 := make([]int, len(phrases)), make([]int, len(phrases))
 	for i := range phrases {
 		p := &phrases[i]
-		p.onset, onsetActive[i] = p.end, p.end
+		p.onset, onsetActive[i], onsetP56[i] = p.end, p.end, p.end
 		for k := p.end/micFrame - 1; k >= p.start/micFrame; k-- {
 			if labels[k] {
 				p.onset = k * micFrame
 			}
 			if active[k] {
 				onsetActive[i] = k * micFrame
+			}
+			if p56[k] {
+				onsetP56[i] = k * micFrame
 			}
 		}
 	}
@@ -235,14 +242,8 @@ func RunVAD(sc VADScene) (VADResult, error) {
 		res.FramesP56.count(called[i], p56[i])
 	}
 	det.Close()
-	for _, p := range phrases {
-		for k := max(p.onset/micFrame-2, 0); k*micFrame < p.end; k++ {
-			if called[k] {
-				res.RawOnsets = append(res.RawOnsets, dur((k+1)*micFrame-p.onset))
-				break
-			}
-		}
-	}
+	res.RawOnsets = rawOnsets(called, phrases, func(i int) int { return phrases[i].onset })
+	res.RawOnsetsP56 = rawOnsets(called, phrases, func(i int) int { return onsetP56[i] })
 
 	// The pump with the detector.
 	clk := clock.NewFake()
@@ -292,6 +293,27 @@ func RunVAD(sc VADScene) (VADResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// rawOnsets returns, per phrase with a labelled onset (sample index
+// onset(i) before the phrase's end), the end of the first frame called speech
+// from 40 ms before that onset minus the onset. Phrases not called speech
+// before their end are left out.
+func rawOnsets(called []bool, phrases []phrase, onset func(i int) int) []time.Duration {
+	var out []time.Duration
+	for i, p := range phrases {
+		on := onset(i)
+		if on >= p.end {
+			continue
+		}
+		for k := max(on/micFrame-2, 0); k*micFrame < p.end; k++ {
+			if called[k] {
+				out = append(out, dur((k+1)*micFrame-on))
+				break
+			}
+		}
+	}
+	return out
 }
 
 // sliceSource plays s as a mic, one 20 ms frame per Read, advancing clk.

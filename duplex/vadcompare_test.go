@@ -187,3 +187,36 @@ func TestRunVADWarmup(t *testing.T) {
 	}
 	t.Logf("idle starts in 20 s: %d; false starts %d → %d with the warm-up", idle.IdleStarts, a.FalseStarts, w.FalseStarts)
 }
+
+// rawOnsets: the end of the first frame called speech from two frames
+// before the labelled onset, minus the onset; a phrase without an onset or
+// without a call before its end gives none.
+func TestRawOnsets(t *testing.T) {
+	f := micFrame
+	ph := []phrase{{start: 10 * f, end: 20 * f}, {start: 30 * f, end: 40 * f}, {start: 50 * f, end: 60 * f}}
+	for _, tc := range []struct {
+		name   string
+		calls  []int // frames called speech
+		onsets []int // per phrase, frame of the labelled onset (-1: none)
+		want   []time.Duration
+	}{
+		{"on the onset frame", []int{12, 33, 51}, []int{12, 33, 51}, []time.Duration{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond}},
+		{"late", []int{15}, []int{12, -1, -1}, []time.Duration{80 * time.Millisecond}},
+		{"early, bounded by two frames", []int{5, 11, 31, 32}, []int{12, 34, -1}, []time.Duration{0, -20 * time.Millisecond}},
+		{"never called in the phrase", []int{21}, []int{12, -1, -1}, nil},
+	} {
+		called := make([]bool, 60)
+		for _, k := range tc.calls {
+			called[k] = true
+		}
+		got := rawOnsets(called, ph, func(i int) int {
+			if tc.onsets[i] < 0 {
+				return ph[i].end
+			}
+			return tc.onsets[i] * f
+		})
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

@@ -218,15 +218,15 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 	if f.vadWarmup > 0 {
 		fmt.Fprintf(stdout, "warm-up: %d s of noise alone before each stream's lead, not counted\n", f.vadWarmup)
 	}
-	fmt.Fprintln(stdout, "onset: raw = end of the detector's first speech frame - phrase onset (L40; 20 ms best); pump = utterance start decision - onset (L40, and P56; min speech best)")
+	fmt.Fprintln(stdout, "onset: raw = end of the detector's first speech frame - phrase onset (L40, and P.56B; 20 ms = on the onset frame); pump = utterance start decision - onset (L40, and P56; min speech best)")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "detector\tnoise\tSNR\tL40 P/R/FP\tP56 P/R/FP\tP.56B P/R/FP\traw onset p50/p95\tpump onset p50/p95\tpump onset (P56)\tclipped\tfalse starts\tidle starts/min")
+	fmt.Fprintln(tw, "detector\tnoise\tSNR\tL40 P/R/FP\tP56 P/R/FP\tP.56B P/R/FP\traw onset p50/p95\traw onset (P.56B)\tpump onset p50/p95\tpump onset (P56)\tclipped\tfalse starts\tidle starts/min")
 cand:
 	for _, c := range cands {
 		for _, noise := range noises {
 			for _, snr := range snrs {
 				var fr, fa, fp56 duplex.VADCounts
-				var raw, pump, pumpA []time.Duration
+				var raw, rawP56, pump, pumpA []time.Duration
 				var clipped, phr, falseStarts, idle int
 				for _, p := range phrases {
 					for s := range f.vadSeeds {
@@ -240,12 +240,13 @@ cand:
 							return fail(1, "%s: %v", c.name, err)
 						}
 						fr, fa, fp56 = fr.Add(r.Frames), fa.Add(r.FramesActive), fp56.Add(r.FramesP56)
-						raw, pump, pumpA = append(raw, r.RawOnsets...), append(pump, r.Onsets...), append(pumpA, r.OnsetsActive...)
+						raw, rawP56 = append(raw, r.RawOnsets...), append(rawP56, r.RawOnsetsP56...)
+						pump, pumpA = append(pump, r.Onsets...), append(pumpA, r.OnsetsActive...)
 						clipped, phr, falseStarts, idle = clipped+r.Clipped, phr+r.Phrases, falseStarts+r.FalseStarts, idle+r.IdleStarts
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%v dB\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", c.name, noise, snr, prf(fr), prf(fa), prf(fp56),
-					pctl(raw, len(raw), phr), pctl(pump, len(pump), phr), pctl(pumpA, len(pumpA), phr), clipped, phr, falseStarts, idleRate(idle, len(phrases)*f.vadSeeds*f.vadIdle))
+				fmt.Fprintf(tw, "%s\t%s\t%v dB\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", c.name, noise, snr, prf(fr), prf(fa), prf(fp56),
+					pctl(raw, len(raw), phr), pctl(rawP56, len(rawP56), phr), pctl(pump, len(pump), phr), pctl(pumpA, len(pumpA), phr), clipped, phr, falseStarts, idleRate(idle, len(phrases)*f.vadSeeds*f.vadIdle))
 			}
 		}
 	}
