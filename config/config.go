@@ -129,6 +129,12 @@ type Playback struct {
 	BufferMS    int `yaml:"buffer_ms"`
 	FadeMS      int `yaml:"fade_ms"`
 	PeriodMS    int `yaml:"period_ms"`
+	// MinDelayMS is a floor under the adaptive player's target delay (0:
+	// the player's default, 20 ms); ConcealPct the share of the output it
+	// aims to conceal at most, in percent (README, docs/benchmarks.md
+	// "Playout over real networks").
+	MinDelayMS int     `yaml:"min_delay_ms"`
+	ConcealPct float64 `yaml:"conceal_pct"`
 }
 
 // Sim configures simulated devices.
@@ -163,7 +169,7 @@ func Default() Config {
 		Device:   Device{ID: host, Model: "generic"},
 		Gateway:  Gateway{TTSMode: "binary", Speed: 4},
 		Audio:    Audio{Mic: Mic{Mode: "vad"}, MicQueueMS: 2000},
-		Playback: Playback{PrebufferMS: 60, BufferMS: 320000, FadeMS: 4, PeriodMS: 10},
+		Playback: Playback{PrebufferMS: 60, BufferMS: 320000, FadeMS: 4, PeriodMS: 10, ConcealPct: 0.9},
 		Sim:      Sim{SpeechMS: 1500, SilenceMS: 4000, SpeakerWAV: "out/played.wav"},
 		Metrics:  Metrics{Listen: DefaultMetricsListen},
 		Log:      Log{Level: "info", Format: "text"},
@@ -359,6 +365,10 @@ func (c *Config) Validate() error {
 	rng("playback.buffer_ms", p.BufferMS, 200, 600000)
 	rng("playback.fade_ms", p.FadeMS, 0, 50)
 	rng("playback.period_ms", p.PeriodMS, 2, 100)
+	rng("playback.min_delay_ms", p.MinDelayMS, 0, 2000)
+	if !(p.ConcealPct >= 0.01 && p.ConcealPct <= 10) { // NaN fails too
+		bad("playback.conceal_pct", p.ConcealPct, "want 0.01..10 (percent of the output)", "")
+	}
 	rng("sim.speech_ms", c.Sim.SpeechMS, 100, 60000)
 	rng("sim.silence_ms", c.Sim.SilenceMS, 0, 60000)
 	if err := c.Metrics.validate(); err != nil { // metrics.go

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -86,6 +87,9 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{func(c *Config) { c.Gateway.TTSMode = "opus" }, `gateway.tts_mode: "opus": want binary or base64`},
 		{func(c *Config) { c.Playback.PrebufferMS = 5000 }, "playback.prebuffer_ms: 5000: want 0..2000"},
 		{func(c *Config) { c.Playback.PeriodMS = 0 }, "playback.period_ms: 0: want 2..100"},
+		{func(c *Config) { c.Playback.MinDelayMS = 2500 }, "playback.min_delay_ms: 2500: want 0..2000"},
+		{func(c *Config) { c.Playback.ConcealPct = 0 }, "playback.conceal_pct: 0: want 0.01..10 (percent of the output)"},
+		{func(c *Config) { c.Playback.ConcealPct = math.NaN() }, "playback.conceal_pct: NaN: want 0.01..10 (percent of the output)"},
 		{func(c *Config) { c.Metrics.Listen = "9464" }, `metrics.listen: "9464": not host:port (e.g. 127.0.0.1:9464, or off to disable)`},
 		{func(c *Config) { c.Log.Level = "loud" }, `log.level: "loud": want debug, info, warn or error`},
 	}

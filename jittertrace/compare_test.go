@@ -68,6 +68,20 @@ func TestCompare(t *testing.T) {
 						tag = "lowest, >" // even the smallest budget conceals more
 					}
 					row(fmt.Sprintf("adaptive %s %s (budget %.3f%%)", tag, name, 100*b), ar)
+					if ar.ConcealedPct > r.ConcealedPct {
+						// The smallest budget is not enough: the first
+						// learnt target comes before the first long block.
+						// The same player with a floor under its target.
+						floor, fr2, err := MatchConcealFloor(fr, r.ConcealedPct, Options{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						tag := "≤"
+						if fr2.ConcealedPct > r.ConcealedPct {
+							tag = "highest floor, >"
+						}
+						row(fmt.Sprintf("adaptive %s %s (budget %.3f%%, min delay %d ms)", tag, name, 100*minMatchBudget, floor), fr2)
+					}
 				}
 			}
 		}
@@ -114,6 +128,32 @@ func MatchConceal(fr []Frame, peerPct float64, opt Options) (float64, Result, er
 	}
 	return lo, best, nil
 }
+
+// MatchConcealFloor replays the adaptive player at minMatchBudget with
+// each of matchFloors as its MinDelayMS (a floor under its learnt target,
+// as a cautious robot maker would configure for a link known to block) and
+// returns the first floor at which it conceals at most peerPct percent of
+// the trace, with that replay; if none does, the last floor and its
+// replay.
+func MatchConcealFloor(fr []Frame, peerPct float64, opt Options) (int, Result, error) {
+	var r Result
+	for _, floor := range matchFloors {
+		pl, err := NewPlayerPlayout(playback.Config{ConcealBudget: minMatchBudget, MinDelayMS: floor})
+		if err != nil {
+			return 0, Result{}, err
+		}
+		if r, err = Replay(fr, pl, opt); err != nil {
+			return 0, Result{}, err
+		}
+		if r.ConcealedPct <= peerPct {
+			return floor, r, nil
+		}
+	}
+	return matchFloors[len(matchFloors)-1], r, nil
+}
+
+// matchFloors are the MinDelayMS values MatchConcealFloor tries, in order.
+var matchFloors = []int{100, 150, 200, 250, 300, 400, 500, 700, 1000, 1500, 2000}
 
 // minMatchBudget is the smallest budget MatchConceal tries (0.01 %).
 const minMatchBudget = 0.0001

@@ -42,6 +42,8 @@ func cmdJitterReplay(args []string, stdout, stderr io.Writer) int {
 	wavOut := fs.String("wav", "", "write what the first policy played for the first trace to this WAV file")
 	audioIn := fs.String("audio", "", "24 kHz mono WAV to use as the stream content (looped; default: synthetic speech)")
 	prebuffer := fs.Int("prebuffer-ms", 0, "player PrebufferMS (0: default)")
+	minDelay := fs.Int("min-delay-ms", 0, "adaptive player: floor under its target delay, 0..2000 (playback.min_delay_ms; 0: default)")
+	concealPct := fs.Float64("conceal-pct", 100*playback.DefaultConcealBudget, "adaptive player: share of the output it aims to conceal at most, percent, 0.01..10 (playback.conceal_pct)")
 	gen := fs.String("generate", "", "write a synthetic trace of this kind to stdout and exit")
 	seed := fs.Uint64("seed", 1, "seed for --generate")
 	dur := fs.Duration("duration", 10*time.Minute, "stream length for --generate")
@@ -70,7 +72,15 @@ func cmdJitterReplay(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "robot-agent jitter-replay: no trace file given (see -h)")
 		return exitConfig
 	}
-	pols, err := parsePolicies(*policies, *prebuffer)
+	if *minDelay < 0 || *minDelay > 2000 {
+		fmt.Fprintf(stderr, "robot-agent jitter-replay: --min-delay-ms %d: want 0..2000\n", *minDelay)
+		return exitConfig
+	}
+	if !(*concealPct >= 0.01 && *concealPct <= 10) {
+		fmt.Fprintf(stderr, "robot-agent jitter-replay: --conceal-pct %g: want 0.01..10\n", *concealPct)
+		return exitConfig
+	}
+	pols, err := parsePolicies(*policies, playback.Config{PrebufferMS: *prebuffer, MinDelayMS: *minDelay, ConcealBudget: *concealPct / 100})
 	if err != nil {
 		fmt.Fprintln(stderr, "robot-agent jitter-replay:", err)
 		return exitConfig
@@ -153,7 +163,9 @@ func peakRSSKiB() int64 {
 
 type replayPolicy func([]jittertrace.Frame) (jittertrace.Playout, string, error)
 
-func parsePolicies(s string, prebufferMS int) ([]replayPolicy, error) {
+// parsePolicies parses --policy; the players (adaptive, stall) take base
+// with their Policy set.
+func parsePolicies(s string, base playback.Config) ([]replayPolicy, error) {
 	var out []replayPolicy
 	for _, name := range strings.Split(s, ",") {
 		name = strings.TrimSpace(name)
@@ -164,7 +176,9 @@ func parsePolicies(s string, prebufferMS int) ([]replayPolicy, error) {
 				pol = playback.PolicyStall
 			}
 			out = append(out, func([]jittertrace.Frame) (jittertrace.Playout, string, error) {
-				p, err := jittertrace.NewPlayerPlayout(playback.Config{Policy: pol, PrebufferMS: prebufferMS})
+				c := base
+				c.Policy = pol
+				p, err := jittertrace.NewPlayerPlayout(c)
 				return p, name, err
 			})
 		case strings.HasPrefix(name, "fixed:"):

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,6 +39,8 @@ func TestJitterReplayFailures(t *testing.T) {
 		{"bad fixed", []string{"--policy", "fixed:x", bad}, 2, "want fixed:MS"},
 		{"bad kind", []string{"--generate", "carrier-pigeon"}, 2, "unknown kind \"carrier-pigeon\""},
 		{"bad audio", []string{"--audio", bad, neg}, 2, "bad.trace"},
+		{"bad min delay", []string{"--min-delay-ms", "3000", bad}, 2, "--min-delay-ms 3000: want 0..2000"},
+		{"bad conceal", []string{"--conceal-pct", "0", bad}, 2, "--conceal-pct 0: want 0.01..10"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,5 +90,44 @@ func TestJitterReplayGenerateAndReplay(t *testing.T) {
 	st, err := os.Stat(wavPath)
 	if err != nil || st.Size() < 40*24000*2 {
 		t.Fatalf("wav: %v %v", st, err)
+	}
+}
+
+// TestJitterReplayFloorAndBudget: --min-delay-ms and --conceal-pct reach the
+// adaptive player: with a 300 ms floor and a 0.01 % budget on a busy Wi-Fi
+// trace its median delay is at the floor and it conceals less than at the
+// defaults.
+func TestJitterReplayFloorAndBudget(t *testing.T) {
+	code, trace, errs := runCLI("jitter-replay", "--generate", "busywifi", "--seed", "3", "--duration", "40s")
+	if code != 0 {
+		t.Fatalf("generate: %d %q", code, errs)
+	}
+	path := filepath.Join(t.TempDir(), "b.trace")
+	if err := os.WriteFile(path, []byte(trace), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	replay := func(args ...string) (p50 int, concealed float64) {
+		code, out, errs := runCLI(append(append([]string{"jitter-replay"}, args...), path)...)
+		if code != 0 {
+			t.Fatalf("replay %v: %d %q", args, code, errs)
+		}
+		i := strings.Index(out, "delay p50 ")
+		j := strings.Index(out, "concealed ")
+		if i < 0 || j < 0 {
+			t.Fatalf("output: %s", out)
+		}
+		if _, err := fmt.Sscanf(out[i:], "delay p50 %dms", &p50); err != nil {
+			t.Fatalf("p50 in %q: %v", out, err)
+		}
+		if _, err := fmt.Sscanf(out[j:], "concealed %f%%", &concealed); err != nil {
+			t.Fatalf("concealed in %q: %v", out, err)
+		}
+		return p50, concealed
+	}
+	d0, c0 := replay()
+	d1, c1 := replay("--min-delay-ms", "300", "--conceal-pct", "0.01")
+	t.Logf("defaults: p50 %d ms, concealed %.2f %%; floor 300 ms, budget 0.01 %%: p50 %d ms, concealed %.2f %%", d0, c0, d1, c1)
+	if d1 < 270 || d1 > 330 || d0 >= 270 || c1 >= c0 {
+		t.Errorf("floor and budget not applied: p50 %d -> %d ms, concealed %.2f -> %.2f %%", d0, d1, c0, c1)
 	}
 }

@@ -294,12 +294,7 @@ func (a *agent) build() (err error) {
 	if err := a.setupRecorder(); err != nil { // flight recorder: support.go
 		return err
 	}
-	a.player, err = playback.New(playback.Config{
-		PrebufferMS:  cfg.Playback.PrebufferMS,
-		FadeMS:       cfg.Playback.FadeMS,
-		Slots:        pow2(cfg.Playback.BufferMS * (24000 / 1000) / playback.DefaultSlotSamples), // 24 samples per ms: no int32 overflow on armv7
-		PeriodFrames: cfg.Playback.PeriodMS * 24,
-	}, clk, reg, log)
+	a.player, err = playback.New(playerConfig(cfg.Playback), clk, reg, log)
 	if err != nil {
 		return err
 	}
@@ -386,6 +381,18 @@ func (a *agent) build() (err error) {
 	}
 	a.startSupport()
 	return nil
+}
+
+// playerConfig maps the playback section to the player's config.
+func playerConfig(c config.Playback) playback.Config {
+	return playback.Config{
+		PrebufferMS:   c.PrebufferMS,
+		FadeMS:        c.FadeMS,
+		Slots:         pow2(c.BufferMS * (24000 / 1000) / playback.DefaultSlotSamples), // 24 samples per ms: no int32 overflow on armv7
+		PeriodFrames:  c.PeriodMS * 24,
+		MinDelayMS:    c.MinDelayMS,
+		ConcealBudget: c.ConcealPct / 100,
+	}
 }
 
 func pow2(n int) int {

@@ -174,12 +174,7 @@ func toTTSFormat(a wav.Audio, gainDB float64) ([]int16, error) {
 // returns when its last sample reached the device (plus the device's own
 // buffer), the context ends, or the device fails.
 func playOnce(ctx context.Context, samples []int16, spk hw.AudioSink, cfg config.Config, clk clock.Clock, reg *metrics.Registry, log *slog.Logger) (int64, error) {
-	player, err := playback.New(playback.Config{
-		PrebufferMS:  cfg.Playback.PrebufferMS,
-		FadeMS:       cfg.Playback.FadeMS,
-		Slots:        pow2(cfg.Playback.BufferMS * (24000 / 1000) / playback.DefaultSlotSamples), // 24 samples per ms: no int32 overflow on armv7
-		PeriodFrames: cfg.Playback.PeriodMS * 24,
-	}, clk, reg, log)
+	player, err := playback.New(playerConfig(cfg.Playback), clk, reg, log)
 	if err != nil {
 		return 0, err
 	}
