@@ -177,11 +177,12 @@ type Source struct {
 	frames           atomic.Int64
 	shifts           atomic.Int64
 	echoOnly         atomic.Bool
-	farHang          int        // samples the far end still counts as playing (echo tail, suppressor release)
-	farSince         int        // samples since the far end started playing after a pause
-	erl              float64    // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
-	erle             stepMedian // the canceller's echo reduction (dB) on reads with the far end playing
-	linRed           stepMedian // LinearGuardDB: the linear filter's reduction (dB) on the same reads
+	echoFree         atomic.Bool // no far end for farTail: no echo in the last Read
+	farHang          int         // samples the far end still counts as playing (echo tail, suppressor release)
+	farSince         int         // samples since the far end started playing after a pause
+	erl              float64     // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
+	erle             stepMedian  // the canceller's echo reduction (dB) on reads with the far end playing
+	linRed           stepMedian  // LinearGuardDB: the linear filter's reduction (dB) on the same reads
 	linUsed          atomic.Int64
 	dt               doubleTalker // the canceller, if it adapts to double talk
 	lin              linearOuter  // the canceller, if its uplink is a linear filter's output (Options.Uplink)
@@ -548,6 +549,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		copy(s.dec[:fr], dst[:fr])
 	}
 	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && (echo || noiseOnly))
+	s.echoFree.Store(s.farHang == 0)
 	if s.lin != nil && s.lin.Gated() {
 		s.gate(dst[:n/FrameSamples*FrameSamples], s.farHang > 0, !(echo || noiseOnly))
 	}
@@ -823,6 +825,12 @@ func (s *Source) DecisionFrame() []int16 {
 // not start an utterance while the user's voice, which the canceller
 // cannot remove, still does. Any goroutine.
 func (s *Source) EchoDominated() bool { return s.echoOnly.Load() }
+
+// EchoFree reports whether the last Read held no echo at all: the far end
+// has been silent for the echo's tail (capture.EchoFree). The capture
+// pump starts an utterance on a shorter run of speech then, since no
+// residual of the robot's own voice can be in it. Any goroutine.
+func (s *Source) EchoFree() bool { return s.echoFree.Load() }
 
 func energy(p []int16) float64 {
 	var e float64

@@ -830,3 +830,48 @@ func TestOnsetGuardFollowsTheRecentPeak(t *testing.T) {
 		t.Errorf("a user 12 dB above the echo, after the onset guard, counts as echo")
 	}
 }
+
+// EchoFree is false from the first read the far end plays in until its
+// echo's tail (farTail) has passed after it stops, then true; before the
+// robot ever speaks it is true.
+func TestEchoFreeAfterTheEchoTail(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	tap := NewTap(nullSpk{}, ref, clk)
+	s := NewSource(fakeMic{clk}, ref, &scaler{gain: 0.03}, clk, SourceConfig{FixedDelayMS: 20})
+	loud, quiet, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
+	for i := range loud {
+		loud[i] = int16(i * 13)
+	}
+	step := func(blk []int16) bool {
+		tap.Write(blk)
+		s.Read(frame)
+		return s.EchoFree()
+	}
+	for i := range 25 {
+		if !step(quiet) {
+			t.Fatalf("read %d before the robot speaks: not echo-free", i)
+		}
+	}
+	first := -1
+	for i := range 50 {
+		if !step(loud) && first < 0 {
+			first = i
+		}
+	}
+	if first < 0 || first > 3 {
+		t.Fatalf("echo-free until read %d of the robot speaking, want within 3 (the far end's delay)", first)
+	}
+	free := -1
+	for i := range 60 {
+		if step(quiet) && free < 0 {
+			free = i
+		}
+	}
+	// farTail (400 ms) after the far end's last read, which the
+	// canceller sees up to FixedDelayMS later: 19..23 reads of 20 ms (the
+	// last read holding it counts as the first of the tail).
+	if lo, hi := farTail/20-1, farTail/20+3; free < lo || free > hi {
+		t.Errorf("echo-free again %d reads (of 20 ms) after the robot stopped, want %d..%d", free, lo, hi)
+	}
+}

@@ -77,6 +77,15 @@ type OnsetGuard interface {
 	EchoDominated() bool
 }
 
+// EchoFree is an optional capability of an OnsetGuard: whether the frame
+// just read holds no echo at all (the robot has not played for the echo's
+// tail). With a guard that lacks it, or while it reports false, the pump
+// never shortens min speech (VADConfig.GradualStartMS): a canceller's
+// residual echo bursts rise gradually too.
+type EchoFree interface {
+	EchoFree() bool
+}
+
 // DecisionSignal is an optional capability of an OnsetGuard: the audio the
 // VAD judges for the frame just read, when it differs from the audio sent
 // (an echo canceller whose uplink is a linear filter's output, free of

@@ -30,6 +30,7 @@ const (
 	DefaultPreRollMS        = 300
 	DefaultHangoverMS       = 600
 	DefaultMinSpeechMS      = 60
+	DefaultGradualStartMS   = 40
 	DefaultMaxUtteranceMS   = 30000
 	maxPreRollMS            = 2000
 	maxHangoverMS           = 5000
@@ -131,6 +132,16 @@ type VADConfig struct {
 	// voice rises out of it. 0: the default
 	// (vad.DefaultTransientDecayDB, 1.5); negative: off; at most 20.
 	TransientDecayDB float64 `yaml:"transient_decay_db"`
+	// GradualStartMS is the min speech for a run whose onset the
+	// transient guard found gradual (no abrupt attack in its first two
+	// frames: a voice rising, not a knock, which keeps MinSpeechMS for
+	// the guard to judge its decay). Only without an echo canceller or
+	// while it hears no echo (EchoFree), since the residual of the robot's
+	// own voice rises gradually too; never with the guard off. 0: the
+	// default (DefaultGradualStartMS, 40); negative: off (MinSpeechMS);
+	// more than MinSpeechMS counts as MinSpeechMS. Measured in
+	// docs/benchmarks.md "A sooner start for gradual onsets".
+	GradualStartMS int `yaml:"gradual_start_ms"`
 }
 
 // WithDefaults returns c with zero fields replaced by defaults.
@@ -157,6 +168,7 @@ func (c Config) WithDefaults() Config {
 	setInt(&v.PreRollMS, DefaultPreRollMS)
 	setInt(&v.HangoverMS, DefaultHangoverMS)
 	setInt(&v.MinSpeechMS, DefaultMinSpeechMS)
+	setInt(&v.GradualStartMS, DefaultGradualStartMS)
 	setInt(&v.MaxUtteranceMS, DefaultMaxUtteranceMS)
 	if v.Detector == "" {
 		v.Detector = DefaultDetector
@@ -217,6 +229,9 @@ func (c Config) Validate() error {
 	}
 	if v.MinSpeechMS < 0 || v.MinSpeechMS > maxMinSpeechMS {
 		rng("vad.min_speech_ms", v.MinSpeechMS, 0, maxMinSpeechMS)
+	}
+	if v.GradualStartMS > maxMinSpeechMS {
+		errs.Add("vad.gradual_start_ms", v.GradualStartMS, fmt.Sprintf("out of range: at most %d", maxMinSpeechMS), "negative: off, 0: the default")
 	}
 	if v.MaxUtteranceMS < 0 || v.MaxUtteranceMS > maxMaxUtteranceMS {
 		rng("vad.max_utterance_ms", v.MaxUtteranceMS, 0, maxMaxUtteranceMS)

@@ -55,6 +55,8 @@ type Pump struct {
 	guard OnsetGuard
 	// dsig is the guard's DecisionSignal, if it has one.
 	dsig DecisionSignal
+	// echoFree is the guard's EchoFree, if it has one.
+	echoFree EchoFree
 	// trans is the VAD's transient guard (nil: off). Run goroutine:
 	// transHeld: it held the current run of speech frames at or past min
 	// speech; transRun: that run's length so far; heldLen, heldAgo: the
@@ -69,6 +71,7 @@ type Pump struct {
 
 	// VAD parameters in frames / dB per frame.
 	preFrames, minSpeechFrames, hangFrames, maxFrames int
+	gradualFrames                                     int // min speech after a gradual onset (≤ minSpeechFrames)
 	riseStep                                          float64
 
 	// State owned by the Run goroutine.
@@ -139,6 +142,10 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 				return nil, fmt.Errorf("capture: vad.transient_decay_db: %w", err)
 			}
 			p.trans = g
+			p.gradualFrames = p.minSpeechFrames
+			if v.GradualStartMS > 0 { // negative: off
+				p.gradualFrames = min(max(cfg.frames(v.GradualStartMS), 1), p.minSpeechFrames)
+			}
 			p.retroFrames = cfg.frames(transientRetroMS)
 			p.maxRetro = p.retroFrames + cfg.frames(transientRetroHeldMS)
 			ringLen += p.maxRetro
@@ -179,6 +186,7 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 func (p *Pump) SetOnsetGuard(g OnsetGuard) {
 	p.guard = g
 	p.dsig, _ = g.(DecisionSignal)
+	p.echoFree, _ = g.(EchoFree)
 	if p.auto {
 		p.useEnergy = g != nil
 	}
@@ -420,7 +428,7 @@ func (p *Pump) inUttFrame(cur *slot, speech bool) {
 // idleFrame handles a frame outside an utterance once speechRun is updated;
 // transient says the transient guard holds the run of speech frames.
 func (p *Pump) idleFrame(cur *slot, transient bool) {
-	if transient || p.speechRun < p.minSpeechFrames {
+	if transient || p.speechRun < p.needFrames() {
 		p.head = (p.head + 1) % len(p.ring)
 		p.held = min(p.held+1, len(p.ring)-1)
 		return
@@ -446,6 +454,22 @@ func (p *Pump) idleFrame(cur *slot, transient bool) {
 	}
 	p.uttFrames = k
 	p.held = 0
+}
+
+// needFrames is how many speech frames in a row start an utterance: min
+// speech, or fewer once the transient guard has found the run's onset
+// gradual (a voice rising; a knock's is abrupt and keeps the full min
+// speech, in which the guard judges its decay).
+// With an echo canceller's onset guard only while no echo is heard (the
+// residual of the robot's own voice also rises gradually).
+func (p *Pump) needFrames() int {
+	if p.trans == nil || !p.trans.GradualOnset() {
+		return p.minSpeechFrames
+	}
+	if p.guard != nil && (p.echoFree == nil || !p.echoFree.EchoFree()) {
+		return p.minSpeechFrames
+	}
+	return p.gradualFrames
 }
 
 // transientRetroMS: a run of speech frames that starts within this long

@@ -483,6 +483,8 @@ func TestConfigValidate(t *testing.T) {
 		{"preroll", Config{VAD: VADConfig{PreRollMS: -5}}, "vad.preroll_ms: -5: out of range 0..2000"},
 		{"hangover", Config{VAD: VADConfig{HangoverMS: 9000}}, "vad.hangover_ms: 9000: out of range 0..5000"},
 		{"min speech", Config{VAD: VADConfig{MinSpeechMS: 1001}}, "vad.min_speech_ms: 1001"},
+		{"gradual start off", Config{VAD: VADConfig{GradualStartMS: -1}}, ""},
+		{"gradual start", Config{VAD: VADConfig{GradualStartMS: 1001}}, "vad.gradual_start_ms: 1001: out of range: at most 1000"},
 		{"max utterance huge", Config{VAD: VADConfig{MaxUtteranceMS: 700000}}, "vad.max_utterance_ms: 700000: out of range"},
 		{"max utterance short", Config{VAD: VADConfig{MaxUtteranceMS: 200}}, "vad.max_utterance_ms: 200: shorter than preroll_ms + min_speech_ms + frame_ms (380)"},
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/vad"
 )
 
@@ -194,6 +195,85 @@ func TestVADTransientGuardKeepsAHeldFirstSyllable(t *testing.T) {
 			}
 			if on[0] < ex-DefaultPreRollMS*time.Millisecond-transientRetroMS*time.Millisecond {
 				t.Errorf("the utterance starts at %v, more than the pre-roll and the retro window before the syllable at %v", on[0], ex)
+			}
+		})
+	}
+}
+
+// startClock records, for each utterance, the fake clock's time when its
+// first frame was handed over: when the pump decided to start it.
+type startClock struct {
+	collector
+	clk       *clock.Fake
+	decisions []time.Duration
+	epoch     time.Time
+}
+
+func (s *startClock) SendMic(f *Frame) bool {
+	if f.Flag == protocol.FlagStart {
+		s.decisions = append(s.decisions, s.clk.Now().Sub(s.epoch))
+	}
+	return s.collector.SendMic(f)
+}
+
+// echoFreeGuard is an onset guard that never finds the frame echo-only
+// and reports EchoFree as set.
+type echoFreeGuard bool
+
+func (echoFreeGuard) EchoDominated() bool { return false }
+func (g echoFreeGuard) EchoFree() bool    { return bool(g) }
+
+// With vad.gradual_start_ms the talker rising out of the room of knocks
+// (a gradual onset) starts her utterance one 20 ms frame sooner, with the
+// same pre-roll, while every knock (abrupt) is still held for the full min
+// speech and starts none.
+func TestVADGradualStartIsSoonerForVoicesOnly(t *testing.T) {
+	const voiceAt = 4.0
+	s, _ := knockRoom(voiceAt)
+	run := func(t *testing.T, det string, gradual int, guard OnsetGuard) (*startClock, int64) {
+		clk := clock.NewFake()
+		sink := &startClock{clk: clk, epoch: clk.Now()}
+		reg := metrics.NewRegistry()
+		p, err := NewPump(Config{Mode: ModeVAD, VAD: VADConfig{Detector: det, GradualStartMS: gradual}}, &pcmSource{clk: clk, s: s}, sink, clk, reg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if guard != nil {
+			p.SetOnsetGuard(guard)
+		}
+		if err := p.Run(context.Background()); !errors.Is(err, hw.ErrClosed) {
+			t.Fatalf("Run: %v", err)
+		}
+		return sink, reg.Value(MetricTransients)
+	}
+	for _, tc := range []struct {
+		name   string
+		det    string
+		guard  OnsetGuard
+		sooner time.Duration
+	}{
+		{"energy", vad.KindEnergy, nil, 20 * time.Millisecond},
+		{"auto", DetectorAuto, nil, 20 * time.Millisecond},
+		// An echo canceller's guard: only while it hears no echo.
+		{"guard echo-free", DetectorAuto, echoFreeGuard(true), 20 * time.Millisecond},
+		{"guard with echo", DetectorAuto, echoFreeGuard(false), 0},
+		{"guard without EchoFree", DetectorAuto, fixedGuard(false), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			full, heldFull := run(t, tc.det, DefaultMinSpeechMS, tc.guard)
+			fast, heldFast := run(t, tc.det, 40, tc.guard)
+			uf, us := full.utterances(), fast.utterances()
+			if len(uf) != 1 || len(us) != 1 || len(fast.decisions) != 1 || len(full.decisions) != 1 {
+				t.Fatalf("utterances: %d (decided at %v) with min speech only, %d (%v) with gradual_start_ms 40; want 1 each", len(uf), full.decisions, len(us), fast.decisions)
+			}
+			if heldFast != heldFull || heldFast == 0 {
+				t.Errorf("%s = %d with gradual_start_ms 40, %d without; want equal and > 0 (the knocks are abrupt)", MetricTransients, heldFast, heldFull)
+			}
+			if d := full.decisions[0] - fast.decisions[0]; d != tc.sooner {
+				t.Errorf("the talker's utterance is decided at %v with gradual_start_ms 40, %v without: %v sooner, want %v", fast.decisions[0], full.decisions[0], d, tc.sooner)
+			}
+			if uf[0][0].TS != us[0][0].TS {
+				t.Errorf("the utterance's first frame is at %v with gradual_start_ms 40, %v without: the pre-roll must reach as far back", us[0][0].TS, uf[0][0].TS)
 			}
 		})
 	}

@@ -121,6 +121,7 @@ type VAD struct {
 	DetectorMode     int     `yaml:"detector_mode"`
 	BackgroundDB     float64 `yaml:"background_db"`
 	TransientDecayDB float64 `yaml:"transient_decay_db"`
+	GradualStartMS   int     `yaml:"gradual_start_ms"`
 }
 
 // Playback configures the jitter buffer.

@@ -101,6 +101,7 @@ type TransientGuard struct {
 	decayed bool    // the run has decayed from an onset (a transient was seen)
 	latched bool    // the latest onset decayed far enough to hold a flat tail
 	done    bool    // the run is released (not a transient) for good
+	gradual bool    // released because the run's first onset was gradual
 
 	// Kept across runs (Frame): the energies (dB) of the last two blocks.
 	hist [2]float64
@@ -131,6 +132,13 @@ func NewTransientGuard(c TransientConfig) (*TransientGuard, error) {
 func (g *TransientGuard) Reset() {
 	*g = TransientGuard{decay: g.decay, maxHold: g.maxHold, maxRun: g.maxRun, strictAt: g.strictAt, hist: g.hist}
 }
+
+// GradualOnset reports whether the run so far started gradually: no
+// abrupt attack in its first two frames, so the guard has released it as
+// a voice rising (not a knock, a clap or a clunk) and will not hold it.
+// It is false for a run shorter than two frames, an abrupt one, and after
+// Reset.
+func (g *TransientGuard) GradualOnset() bool { return g.gradual }
 
 // Frame feeds the guard the next 16 kHz frame outside an utterance (what
 // the VAD judged) and whether the detector called it speech; it reports
@@ -207,7 +215,7 @@ func (g *TransientGuard) Observe(levelDB, attackDB float64) bool {
 		g.abrupt = g.abrupt || abrupt
 		if !g.abrupt {
 			// A gradual onset: a voice, whatever follows.
-			g.done = true
+			g.done, g.gradual = true, g.refAt == 0
 			return false
 		}
 		if levelDB > g.ref-g.decay {

@@ -367,3 +367,52 @@ func TestTransientGuardNoAllocs(t *testing.T) {
 		t.Errorf("Frame allocates %.1f times", n)
 	}
 }
+
+// GradualOnset tells a voice rising over tens of milliseconds (released
+// as gradual from the run's second frame) from knocks and clunks (abrupt:
+// never gradual), and forgets it at Reset.
+func TestTransientGuardGradualOnset(t *testing.T) {
+	gradualAt := func(s []int16, frameMS int) (at int, run int) {
+		g := newGuard(t, frameMS)
+		fl := trRate * frameMS / 1000
+		at = -1
+		for i := 0; i+fl <= len(s); i += fl {
+			speech := pcm.DBFS(s[i:i+fl]) >= -50
+			g.Frame(s[i:i+fl], speech)
+			if !speech {
+				if run > 0 {
+					break
+				}
+				continue
+			}
+			if g.GradualOnset() && at < 0 {
+				at = run
+			}
+			run++
+		}
+		if g.GradualOnset() {
+			t.Errorf("GradualOnset true after the run ended (Reset)")
+		}
+		return at, run
+	}
+	for _, frameMS := range []int{20, 10} {
+		for _, rise := range []float64{0.04, 0.08} {
+			for off := 0.0; off < 0.02; off += 0.005 {
+				s := trSignal(9, 1.2, trEvent{at: 0.2 + off, amp: voice(-40, rise, 0.6)})
+				if at, run := gradualAt(s, frameMS); at != 1 {
+					t.Errorf("frame %d ms, voice rising over %.0f ms, offset %.0f ms: gradual from frame %d of a run of %d, want 1 (the second)", frameMS, rise*1000, off*1000, at, run)
+				}
+			}
+		}
+		for _, tau := range []float64{0.005, 0.02, 0.06} {
+			for _, peak := range []float64{-35, -20} {
+				for off := 0.0; off < 0.02; off += 0.005 {
+					s := trSignal(5, 1.2, trEvent{at: 0.2 + off, amp: knock(peak, tau)})
+					if at, run := gradualAt(s, frameMS); at >= 0 {
+						t.Errorf("frame %d ms, knock %.0f dB tau %.0f ms, offset %.0f ms: gradual from frame %d of a run of %d, want never", frameMS, peak, tau*1000, off*1000, at, run)
+					}
+				}
+			}
+		}
+	}
+}

@@ -67,7 +67,7 @@ type duplexFlags struct {
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                   int
 	bargeIn, vadCompare, ns, driftComp, speakerClock                                                                  bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs                                                                    string
-	vadSeeds, vadMinSpeech, vadIdle, vadWarmup                                                                        int
+	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup                                                            int
 	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient                                                          float64
 	rc                                                                                                                room.Config
 }
@@ -177,6 +177,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.vadWarmup, "vad-warmup-s", 0, "--vad-compare: seconds of noise alone before each stream, run through but not counted (detectors that learn their background have learnt it)")
 	fs.IntVar(&f.vadIdle, "vad-idle-s", 0, "--vad-compare: seconds of noise alone after each phrase's trials (utterances started there: idle starts/min)")
 	fs.IntVar(&f.vadMinSpeech, "vad-min-speech-ms", 0, "--vad-compare: the pump's min speech in ms (0: capture's default, 60)")
+	fs.IntVar(&f.vadGradual, "vad-gradual-ms", 0, "the pump's min speech after a gradual onset (a voice rising, not a knock) in ms (0: capture's default, 40; negative: off; needs the transient guard)")
 	fs.Float64Var(&f.vadTransient, "vad-transient-db", 0, "the pump's transient guard (knocks, claps), dB of decay per 20 ms (0: capture's default, negative: off)")
 	fs.StringVar(&f.vadDetectors, "vad-detectors", "", "--vad-compare: candidates, comma-separated kind[:mode][/background dB, -1 off] with optional ns+ prefix (default: every one built in)")
 	fs.StringVar(&f.echoPlayed, "echo-played", "", "with --echo-recorded: measure a real echo path (make hil): the WAV played through the speaker")
@@ -216,6 +217,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --replies %d out of range 1..10000\n", f.replies)
 		return 2
 	}
+	if f.vadGradual > 1000 {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --vad-gradual-ms %d out of range: at most 1000 (negative: off)\n", f.vadGradual)
+		return 2
+	}
 	if f.vadTransient > vad.MaxTransientDecayDB || math.IsNaN(f.vadTransient) {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --vad-transient-db %g out of range: at most %g (negative: off)\n", f.vadTransient, vad.MaxTransientDecayDB)
 		return 2
@@ -239,7 +244,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
 			AEC:     k.opts,
 			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg},
-			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
+			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
 		if f.out != "" {
 			path := f.out
 			if len(kinds) > 1 {

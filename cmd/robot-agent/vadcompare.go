@@ -197,6 +197,7 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 		}
 		c.cfg.MinSpeechMS = f.vadMinSpeech
 		c.cfg.TransientDecayDB = f.vadTransient
+		c.cfg.GradualStartMS = f.vadGradual
 		cands = append(cands, c)
 	}
 	phrases, src, err := loadVADPhrases(f.near)
@@ -204,12 +205,15 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 		return fail(2, "%v", err)
 	}
 	minSpeech := capture.Config{VAD: capture.VADConfig{MinSpeechMS: f.vadMinSpeech}}.WithDefaults().VAD.MinSpeechMS
-	transient := "off"
+	transient, gradual := "off", "off"
 	if d := vad.TransientDecay(f.vadTransient); d > 0 {
 		transient = fmt.Sprintf("%g dB per 20 ms", d)
+		if g := (capture.Config{VAD: capture.VADConfig{GradualStartMS: f.vadGradual}}).WithDefaults().VAD.GradualStartMS; g > 0 {
+			gradual = fmt.Sprintf("%d ms", min(g, minSpeech))
+		}
 	}
-	fmt.Fprintf(stdout, "duplex-bench --vad-compare: %d near-end phrases (%s) x %d trials x %d seeds per cell; pump defaults (pre-roll, hangover), min speech %d ms, transient guard %s\n",
-		len(phrases), src, f.replies, f.vadSeeds, minSpeech, transient)
+	fmt.Fprintf(stdout, "duplex-bench --vad-compare: %d near-end phrases (%s) x %d trials x %d seeds per cell; pump defaults (pre-roll, hangover), min speech %d ms, transient guard %s, gradual start %s\n",
+		len(phrases), src, f.replies, f.vadSeeds, minSpeech, transient, gradual)
 	for _, p := range phrases {
 		fmt.Fprintf(stdout, "  %s: %.2f s\n", p.name, float64(len(p.samples))/duplex.NearRate)
 	}

@@ -24,6 +24,7 @@ func TestVADCompareFlagErrors(t *testing.T) {
 		{[]string{"--vad-idle-s", "-1"}, "--vad-idle-s -1"},
 		{[]string{"--vad-warmup-s", "601"}, "--vad-warmup-s 601 out of range 0..600"},
 		{[]string{"--vad-transient-db", "25"}, "--vad-transient-db 25 out of range: at most 20"},
+		{[]string{"--vad-gradual-ms", "1001"}, "--vad-gradual-ms 1001 out of range: at most 1000"},
 		{[]string{"--vad-noises", "knocks,hail"}, `--vad-noises: "hail"`},
 		{[]string{"--vad-detectors", "energy,neural"}, `kind "neural"`},
 		{[]string{"--vad-detectors", "webrtc:x"}, `mode "x"`},
@@ -65,7 +66,7 @@ func TestVADCompareRuns(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(stdout, "2 near-end phrases (files) x 2 trials x 1 seeds") || !strings.Contains(stdout, "min speech 40 ms, transient guard off") {
+	if !strings.Contains(stdout, "2 near-end phrases (files) x 2 trials x 1 seeds") || !strings.Contains(stdout, "min speech 40 ms, transient guard off, gradual start off") {
 		t.Errorf("header:\n%s", stdout)
 	}
 	rows := 0
