@@ -101,6 +101,18 @@ const (
 	growTolMS   = 40
 )
 
+// onsetRoomDB: a read whose decision frame lies less than this below the
+// mic holds a sound the canceller did not take for echo, whose onset is
+// judged on the linear output (OnsetFrame). Measured in full duplex
+// (WebRTC, echo 0 dB): a user at SER −10 dB 0–13 dB below the mic in the
+// first frames of a syllable, knocks −3..8 dB; the bursts a distorting
+// loudspeaker's echo leaves (soft clip, echo +5 dB) 35–39 dB, and those
+// keep being judged where they burst, in the decision frame.
+const (
+	onsetRoomDB    = 24.0
+	onsetRoomRatio = 251.18864315095794 // 10^(onsetRoomDB/10)
+)
+
 // DefaultDoubleTalkDB is the measured default (docs/audio.md).
 const DefaultDoubleTalkDB = 12.0
 
@@ -187,6 +199,8 @@ type Source struct {
 	dt               doubleTalker // the canceller, if it adapts to double talk
 	lin              linearOuter  // the canceller, if its uplink is a linear filter's output (Options.Uplink)
 	dec              []int16      // with lin: the canceller's output of the last Read (DecisionFrame)
+	onset            []int16      // with lin: the linear filter's output of the last Read (OnsetFrame)
+	onsetUse         bool         // OnsetFrame's use: the far end plays and the read was reduced by less than onsetRoomDB
 	decN             int
 	gain             float64 // linear-gated: the linear output's share of the uplink at the end of the last read
 	hold             int     // linear-gated: samples the linear output still goes up for
@@ -342,9 +356,11 @@ func (s *Source) Read(dst []int16) (int, error) {
 	if s.lin != nil {
 		if cap(s.dec) < n {
 			s.dec = make([]int16, n) // once, for the largest read
+			s.onset = make([]int16, n)
 		}
 		s.decN = n
 		copy(s.dec[n/FrameSamples*FrameSamples:n], dst[n/FrameSamples*FrameSamples:n]) // an uncancelled remainder
+		copy(s.onset[n/FrameSamples*FrameSamples:n], dst[n/FrameSamples*FrameSamples:n])
 	}
 	var eMic, eOut, eFar, eLin float64
 	clippedEnd := -1 // end of the last mic frame of this read that clipped
@@ -391,6 +407,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 			copy(s.dec[off:], s.out)
 			lo := s.lin.Linear()
 			eLin += energy(lo)
+			copy(s.onset[off:], lo)
 			copy(near, lo)
 		} else {
 			copy(near, s.out)
@@ -549,6 +566,9 @@ func (s *Source) Read(dst []int16) (int, error) {
 		copy(s.dec[:fr], dst[:fr])
 	}
 	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && (echo || noiseOnly))
+	if s.lin != nil {
+		s.onsetUse = s.farHang > 0 && eMic < onsetRoomRatio*energy(s.dec[:n/FrameSamples*FrameSamples])
+	}
 	s.echoFree.Store(s.farHang == 0)
 	if s.lin != nil && s.lin.Gated() {
 		s.gate(dst[:n/FrameSamples*FrameSamples], s.farHang > 0, !(echo || noiseOnly))
@@ -817,6 +837,23 @@ func (s *Source) DecisionFrame() []int16 {
 		return nil
 	}
 	return s.dec[:s.decN]
+}
+
+// OnsetFrame is, with a linear uplink, the linear filter's output for the
+// samples the last Read returned (what the uplink carries before any
+// gating) and whether the capture pump's transient guard should judge a
+// sound's onset there (capture.OnsetSignal): while the far end plays and
+// the read's decision frame is less than onsetRoomDB below the mic, so
+// that it holds something the canceller did not take for echo (the user,
+// a knock). The canceller's suppressor lets such a sound through
+// abruptly, from near silence, whatever its own onset; the linear output
+// keeps the room's. nil, false without a linear uplink. Capture
+// goroutine, valid until the next Read.
+func (s *Source) OnsetFrame() ([]int16, bool) {
+	if s.lin == nil {
+		return nil, false
+	}
+	return s.onset[:s.decN], s.onsetUse
 }
 
 // EchoDominated reports whether the last Read held only residual echo: the

@@ -875,3 +875,60 @@ func TestEchoFreeAfterTheEchoTail(t *testing.T) {
 		t.Errorf("echo-free again %d reads (of 20 ms) after the robot stopped, want %d..%d", free, lo, hi)
 	}
 }
+
+// OnsetFrame is the linear filter's output of the last read, to be used
+// (capture.OnsetSignal) while the far end plays and the canceller removed
+// less than onsetRoomDB of the read: a sound it did not take for echo.
+func TestOnsetFrameWhereTheCancellerLetASoundThrough(t *testing.T) {
+	if s := NewSource(fakeMic{clock.NewFake()}, nil, &scaler{gain: 0.5}, clock.NewFake(), SourceConfig{FixedDelayMS: 20}); true {
+		if f, use := s.OnsetFrame(); f != nil || use {
+			t.Errorf("without a linear uplink: OnsetFrame = %d samples, use %v; want nil, false", len(f), use)
+		}
+	}
+	for _, tc := range []struct {
+		name    string
+		gain    float64 // the main canceller's: 0.5 removes 6 dB, 0.03 30 dB
+		playing bool
+		use     bool
+	}{
+		{"far end silent", 0.5, false, false},
+		{"a sound through the canceller", 0.5, true, true},
+		{"echo removed", 0.03, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake()
+			ref, _ := NewReference(clk, 24000)
+			tap := NewTap(nullSpk{}, ref, clk)
+			d := newDual(&leadScaler{scaler{gain: tc.gain, lead: 48}}, &passFilter{}, false)
+			s := NewSource(fakeMic{clk}, ref, d, clk, SourceConfig{FixedDelayMS: 60})
+			blk, frame := make([]int16, 480), make([]int16, 320)
+			if tc.playing {
+				for i := range blk {
+					blk[i] = int16(i * 13)
+				}
+			}
+			for range 10 {
+				tap.Write(blk)
+				s.Read(frame)
+			}
+			f, use := s.OnsetFrame()
+			if use != tc.use {
+				t.Errorf("use = %v, want %v", use, tc.use)
+			}
+			if len(f) != len(frame) {
+				t.Fatalf("onset frame of %d samples, want %d", len(f), len(frame))
+			}
+			for i, v := range f {
+				if v != frame[i] {
+					t.Fatalf("onset sample %d = %d, want the linear filter's %d", i, v, frame[i])
+				}
+			}
+		})
+	}
+}
+
+func TestOnsetRoomRatio(t *testing.T) {
+	if r := math.Pow(10, onsetRoomDB/10); math.Abs(r-onsetRoomRatio) > 1e-9*r {
+		t.Errorf("onsetRoomRatio = %v, want 10^(%v/10) = %v", onsetRoomRatio, onsetRoomDB, r)
+	}
+}

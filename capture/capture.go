@@ -95,6 +95,18 @@ type DecisionSignal interface {
 	DecisionFrame() []int16
 }
 
+// OnsetSignal is an optional capability of an OnsetGuard: for the frame
+// just read, the same sound before any suppressor (an echo canceller's
+// linear filter output), and whether the VAD's transient guard should
+// judge the frame's onset there rather than in the decision frame. A
+// suppressor that held a sound down and then lets it through makes any
+// onset look abrupt, a user's first syllable over the robot's voice like
+// a knock (vad.TransientGuard.FrameOnset). A frame of another length than
+// the one read is ignored.
+type OnsetSignal interface {
+	OnsetFrame() (frame []int16, use bool)
+}
+
 // GateFunc adapts a function to Gate.
 type GateFunc func() bool
 

@@ -57,6 +57,8 @@ type Pump struct {
 	dsig DecisionSignal
 	// echoFree is the guard's EchoFree, if it has one.
 	echoFree EchoFree
+	// osig is the guard's OnsetSignal, if it has one.
+	osig OnsetSignal
 	// trans is the VAD's transient guard (nil: off). Run goroutine:
 	// transHeld: it held the current run of speech frames at or past min
 	// speech; transRun: that run's length so far; heldLen, heldAgo: the
@@ -187,6 +189,7 @@ func (p *Pump) SetOnsetGuard(g OnsetGuard) {
 	p.guard = g
 	p.dsig, _ = g.(DecisionSignal)
 	p.echoFree, _ = g.(EchoFree)
+	p.osig, _ = g.(OnsetSignal)
 	if p.auto {
 		p.useEnergy = g != nil
 	}
@@ -494,6 +497,11 @@ func (p *Pump) transientFrame(dec []int16, run bool) bool {
 	if p.trans == nil {
 		return false
 	}
+	var onset []int16
+	use := false
+	if p.osig != nil {
+		onset, use = p.osig.OnsetFrame()
+	}
 	if !run {
 		if p.transHeld {
 			p.heldLen, p.heldAgo = p.transRun, 0
@@ -503,7 +511,7 @@ func (p *Pump) transientFrame(dec []int16, run bool) bool {
 			}
 		}
 		p.transHeld, p.transRun = false, 0
-		p.trans.Frame(dec, false)
+		p.trans.FrameOnset(dec, onset, use, false)
 		return false
 	}
 	if p.transRun == 0 {
@@ -514,7 +522,7 @@ func (p *Pump) transientFrame(dec []int16, run bool) bool {
 		}
 	}
 	p.transRun++
-	hold := p.trans.Frame(dec, true)
+	hold := p.trans.FrameOnset(dec, onset, use, true)
 	if hold && !p.transHeld && p.speechRun >= p.minSpeechFrames {
 		// Counted once per run, and only when it kept an utterance from
 		// starting.

@@ -143,30 +143,40 @@ func TestVADTransientGuardIgnoresKnocks(t *testing.T) {
 // ms later (a weak syllable the detector misses, a pause) the voice
 // rising over 30 ms for 0.8 s: more than the pre-roll after the first.
 func exCuse(exAt float64) []int16 {
+	return talker(21, exAt+1.8, 120, func(t float64) float64 {
+		switch d := t - exAt; {
+		case d >= 0 && d < 0.03:
+			return 1
+		case d >= 0.03 && d < 0.06:
+			return math.Exp(-(d - 0.03) / 0.012)
+		case d >= 0.33 && d < 1.13:
+			return math.Min((d-0.33)/0.03, 1)
+		}
+		return 0
+	}, nil)
+}
+
+// talker renders seconds of a -50 dBFS room (noise from seed) with a
+// voiced talker at hz and -24 dBFS times env(t), plus extra(t) if not nil.
+func talker(seed uint64, seconds, hz float64, env func(t float64) float64, extra func(t float64, rng *rand.Rand) float64) []int16 {
 	const rate = 16000
-	rng := rand.New(rand.NewPCG(21, 22))
-	s := make([]int16, int((exAt+1.8)*rate))
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	s := make([]int16, int(seconds*rate))
 	bg := pcm.DBFSToRMS(-50)
 	ph := 0.0
 	for i := range s {
 		t := float64(i) / rate
 		v := bg * rng.NormFloat64()
-		var env float64
-		switch d := t - exAt; {
-		case d >= 0 && d < 0.03:
-			env = 1
-		case d >= 0.03 && d < 0.06:
-			env = math.Exp(-(d - 0.03) / 0.012)
-		case d >= 0.33 && d < 1.13:
-			env = math.Min((d-0.33)/0.03, 1)
+		if extra != nil {
+			v += extra(t, rng)
 		}
-		if env > 0 {
-			ph += 2 * math.Pi * 120 / rate
+		if e := env(t); e > 0 {
+			ph += 2 * math.Pi * hz / rate
 			var h float64
 			for k := 1; k <= 10; k++ {
 				h += math.Sin(float64(k)*ph) / float64(k)
 			}
-			v += pcm.DBFSToRMS(-24) * env * h
+			v += pcm.DBFSToRMS(-24) * e * h
 		}
 		s[i] = int16(max(min(v, 32767), -32768))
 	}
@@ -276,5 +286,103 @@ func TestVADGradualStartIsSoonerForVoicesOnly(t *testing.T) {
 				t.Errorf("the utterance's first frame is at %v with gradual_start_ms 40, %v without: the pre-roll must reach as far back", us[0][0].TS, uf[0][0].TS)
 			}
 		})
+	}
+}
+
+// suppressedRoom is a mic behind an echo canceller whose suppressor holds
+// the user's first syllable down while it rises (as over the robot's
+// voice), then lets it through from its peak: Read returns the room (the
+// linear output), DecisionFrame the suppressed frame, OnsetFrame the
+// room's frame with use; frames the suppressor held are EchoDominated.
+type suppressedRoom struct {
+	pcmSource
+	from, to int // samples the suppressor holds down
+	cur, dec []int16
+	held     bool
+	use      bool
+}
+
+func (r *suppressedRoom) Read(dst []int16) (int, error) {
+	at := r.pos
+	n, err := r.pcmSource.Read(dst)
+	if err != nil {
+		return n, err
+	}
+	r.cur = append(r.cur[:0], dst[:n]...)
+	r.dec = append(r.dec[:0], dst[:n]...)
+	r.held = at < r.to && at+n > r.from
+	if r.held {
+		clear(r.dec)
+	}
+	return n, nil
+}
+
+func (r *suppressedRoom) EchoDominated() bool         { return r.held }
+func (r *suppressedRoom) DecisionFrame() []int16      { return r.dec }
+func (r *suppressedRoom) OnsetFrame() ([]int16, bool) { return r.cur, r.use }
+func (r *suppressedRoom) Format() hw.AudioFormat      { return hw.MicFormat }
+
+// canYou renders a -50 dBFS room with a knock (abrupt, decaying) at 0.6 s
+// and from at a talker: a first syllable rising over 40 ms to -24 dBFS
+// and falling 2.9 dB per 20 ms for 80 ms (a short vowel closed by a stop,
+// "Can"), 150 ms of stop, then the voice again for 0.8 s.
+func canYou(at float64) []int16 {
+	knockAmp := pcm.DBFSToRMS(-22)
+	return talker(31, at+1.5, 130, func(t float64) float64 {
+		switch d := t - at; {
+		case d >= 0 && d < 0.04:
+			return d / 0.04
+		case d >= 0.04 && d < 0.12:
+			return math.Exp(-(d - 0.04) / 0.06)
+		case d >= 0.27 && d < 1.07:
+			return math.Min((d-0.27)/0.03, 1)
+		}
+		return 0
+	}, func(t float64, rng *rand.Rand) float64 {
+		if d := t - 0.6; d >= 0 && d < 0.4 {
+			return knockAmp * math.Exp(-d/0.03) * rng.NormFloat64()
+		}
+		return 0
+	})
+}
+
+// With an onset signal (capture.OnsetSignal, an echo canceller's linear
+// output), the transient guard judges a syllable's attack where the
+// suppressor did not make it abrupt: the talker's utterance starts on her
+// first syllable instead of the second, while the knock, abrupt in both
+// signals, is still held. Without use (or without the capability) the
+// suppressed syllable looks like a knock and is held.
+func TestVADTransientGuardJudgesOnsetsOnTheOnsetSignal(t *testing.T) {
+	const at = 1.5
+	s := canYou(at)
+	from := int(at * 16000)
+	run := func(t *testing.T, use bool) (*startClock, int64) {
+		clk := clock.NewFake()
+		sink := &startClock{clk: clk, epoch: clk.Now()}
+		reg := metrics.NewRegistry()
+		src := &suppressedRoom{pcmSource: pcmSource{clk: clk, s: s}, from: from, to: from + 40*16, use: use}
+		p, err := NewPump(Config{Mode: ModeVAD, VAD: VADConfig{Detector: DetectorAuto}}, src, sink, clk, reg, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Run(context.Background()); !errors.Is(err, hw.ErrClosed) {
+			t.Fatalf("Run: %v", err)
+		}
+		return sink, reg.Value(MetricTransients)
+	}
+	on, heldOn := run(t, true)
+	off, heldOff := run(t, false)
+	if len(on.decisions) != 1 || len(off.decisions) != 1 {
+		t.Fatalf("utterances decided at %v with the onset signal, %v without; want 1 each (the knock starts none)", on.decisions, off.decisions)
+	}
+	if heldOff != 2 || heldOn != 1 {
+		t.Errorf("%s = %d with the onset signal, %d without; want 1 (the knock) and 2 (the knock and the suppressed syllable)", MetricTransients, heldOn, heldOff)
+	}
+	first := time.Duration(at * float64(time.Second))
+	if d := on.decisions[0] - first; d > 160*time.Millisecond {
+		t.Errorf("with the onset signal the utterance is decided %v after the first syllable's start; want within 160 ms (its peak, then min speech)", d)
+	}
+	if d := off.decisions[0] - first; d < 270*time.Millisecond {
+		t.Errorf("without the onset signal the utterance is decided %v after the first syllable's start; want on the second syllable (270 ms on): the scene does not test the onset signal", d)
 	}
 }
