@@ -108,10 +108,7 @@ const (
 // first frames of a syllable, knocks −3..8 dB; the bursts a distorting
 // loudspeaker's echo leaves (soft clip, echo +5 dB) 35–39 dB, and those
 // keep being judged where they burst, in the decision frame.
-const (
-	onsetRoomDB    = 24.0
-	onsetRoomRatio = 251.18864315095794 // 10^(onsetRoomDB/10)
-)
+const onsetRoomDB = 24.0
 
 // DefaultDoubleTalkDB is the measured default (docs/audio.md).
 const DefaultDoubleTalkDB = 12.0
@@ -457,6 +454,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	}
 	s.guardRatio.Store(math.Float64bits(thr))
 	echo := s.farHang > 0 && eMic > thr*eOut
+	eDec := eOut // the decision frame's energy (whole frames), the linear output's where it takes that
 	disturbed := s.disturbance(n, eFar, farNow, echo)
 	linUser, linAudible := s.linearUser(n, farNow, eMic, eLin)
 	// The output's noise floor, tracked while the far end is silent (what
@@ -522,6 +520,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		echo, noiseOnly = false, false
 		fr := n / FrameSamples * FrameSamples
 		copy(s.dec[:fr], dst[:fr])
+		eDec = eLin
 		s.linUsed.Add(1)
 		linAudible = false // done
 	}
@@ -564,10 +563,11 @@ func (s *Source) Read(dst []int16) (int, error) {
 		// output, not what the suppressor left of the user.
 		fr := n / FrameSamples * FrameSamples
 		copy(s.dec[:fr], dst[:fr])
+		eDec = eLin
 	}
 	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && (echo || noiseOnly))
 	if s.lin != nil {
-		s.onsetUse = s.farHang > 0 && eMic < onsetRoomRatio*energy(s.dec[:n/FrameSamples*FrameSamples])
+		s.onsetUse = s.farHang > 0 && reductionDB(eMic, eDec) < onsetRoomDB
 	}
 	s.echoFree.Store(s.farHang == 0)
 	if s.lin != nil && s.lin.Gated() {
