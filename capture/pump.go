@@ -92,6 +92,10 @@ type Pump struct {
 	floorInit    bool
 	speechRun    int
 	silentRun    int
+	// bridged: the current run of speech frames has bridged its one
+	// frame (runFrame); runRoom: its last speech frame was one the echo
+	// canceller let through (OnsetSignal's use flag).
+	bridged, runRoom bool
 }
 
 // NewPump returns a Pump reading src (which must be hw.MicFormat) into sink.
@@ -320,11 +324,7 @@ func (p *Pump) processVAD(cur *slot) {
 		return
 	}
 	echo := p.echoOnly()
-	if db > ref+p.cfg.VAD.StartDB && !echo {
-		p.speechRun++
-	} else {
-		p.speechRun = 0
-	}
+	bridge := p.runFrame(db > ref+p.cfg.VAD.StartDB && !echo)
 	if echo {
 		// The canceller's suppressor may have pushed this frame far below
 		// the room's noise: the floor must not follow it down, or the
@@ -333,6 +333,10 @@ func (p *Pump) processVAD(cur *slot) {
 		p.floor = db
 	} else {
 		p.floor = min(p.floor+p.riseStep, db)
+	}
+	if bridge {
+		p.holdFrame()
+		return
 	}
 	p.idleFrame(cur, p.transientFrame(dec, p.speechRun > 0))
 }
@@ -368,12 +372,56 @@ func (p *Pump) processDetector(cur *slot) {
 		p.held, p.speechRun = 0, 0
 		return
 	}
-	if speech && !echo {
-		p.speechRun++
-	} else {
-		p.speechRun = 0
+	if p.runFrame(speech && !echo) {
+		p.holdFrame()
+		return
 	}
 	p.idleFrame(cur, p.transientFrame(dec, p.speechRun > 0))
+}
+
+// runFrame updates the run of speech frames outside an utterance with the
+// frame just judged (speech: the VAD called it speech and the onset guard
+// did not call it echo). It reports whether the frame is bridged: not
+// speech, yet the run goes on past it (the frame is held as the run's
+// pre-roll, counted neither as speech nor as its end, and not shown to the
+// transient guard).
+//
+// A run bridges one such frame, and only when its last speech frame was
+// one the echo canceller let through while the far end played
+// (OnsetSignal's use flag: the canceller reduced it by little, so it holds
+// a sound that is not the robot's echo). Why: in double talk the
+// canceller's suppressor lets the user's first syllable through in
+// pieces, holding one 20 ms frame of it down (or the guard judges that
+// one frame echo), and the run of speech frames restarted at every such
+// frame: measured in full duplex at SER −10 dB, a soft "Wait, …" came out
+// as runs of 1, 2 and 1 frames and went unheard until the next word,
+// 600 ms later. The residual echo bursts that runs of a few frames can
+// also be are ones the canceller reduced by 30 dB and more, and bridge
+// nothing (docs/audio.md "One frame held down in double talk").
+func (p *Pump) runFrame(speech bool) (bridged bool) {
+	if speech {
+		if p.speechRun == 0 {
+			p.bridged = false
+		}
+		p.speechRun++
+		p.runRoom = false
+		if p.osig != nil {
+			_, p.runRoom = p.osig.OnsetFrame()
+		}
+		return false
+	}
+	if p.speechRun > 0 && p.runRoom && !p.bridged {
+		p.bridged = true
+		return true
+	}
+	p.speechRun, p.bridged, p.runRoom = 0, false, false
+	return false
+}
+
+// holdFrame keeps the frame just read, outside an utterance, as pre-roll.
+func (p *Pump) holdFrame() {
+	p.head = (p.head + 1) % len(p.ring)
+	p.held = min(p.held+1, len(p.ring)-1)
 }
 
 // noteBackground counts and reports the detector's speech-like background
@@ -432,8 +480,7 @@ func (p *Pump) inUttFrame(cur *slot, speech bool) {
 // transient says the transient guard holds the run of speech frames.
 func (p *Pump) idleFrame(cur *slot, transient bool) {
 	if transient || p.speechRun < p.needFrames() {
-		p.head = (p.head + 1) % len(p.ring)
-		p.held = min(p.held+1, len(p.ring)-1)
+		p.holdFrame()
 		return
 	}
 	// Onset: send the pre-roll and the speech frames so far, oldest first.
@@ -441,6 +488,9 @@ func (p *Pump) idleFrame(cur *slot, transient bool) {
 	// makes these frames already too many; the last then ends it.)
 	p.begin()
 	k := min(p.held+1, p.preFrames+p.speechRun+p.retro)
+	if p.bridged {
+		k = min(k+1, p.held+1) // the bridged frame is inside the run
+	}
 	end := k >= p.maxFrames
 	for i := k - 1; i >= 0; i-- {
 		s := &p.ring[(p.head-i+len(p.ring))%len(p.ring)]
