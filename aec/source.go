@@ -107,12 +107,12 @@ const (
 // (WebRTC, echo 0 dB): a user at SER −10 dB 0–13 dB below the mic in the
 // first frames of a syllable in a room of RT60 0.3 s; in one of 0.8 s,
 // where the suppressor holds the user down further, 25–39 dB in a held
-// run's first frame and mostly 19–32 dB in the next two; knocks −3..8 dB; the bursts a distorting
-// loudspeaker's echo leaves (soft clip, echo +5 dB) 35–39 dB, and those
-// keep being judged where they burst, in the decision frame; the echo's
-// residual in the first reply, before the canceller has settled, 30–34
-// dB. (24 until the reverberant room was measured: docs/benchmarks.md
-// "Onsets in a reverberant room".)
+// run's first frame and mostly 19–32 dB in the next two; knocks −3..8 dB;
+// the bursts a distorting loudspeaker's echo leaves (soft clip, echo
+// +5 dB) 35–39 dB, and those keep being judged where they burst, in the
+// decision frame; the echo's residual in the first reply, before the
+// canceller has settled, 30–34 dB. (24 until the reverberant room was
+// measured: docs/benchmarks.md "Onsets in a reverberant room".)
 const onsetRoomDB = 30.0
 
 // DefaultDoubleTalkDB is the measured default (docs/audio.md).
