@@ -78,8 +78,11 @@ type Canceller interface {
 type Options struct {
 	// Kind is KindWebRTC, KindSpeex or KindNone.
 	Kind string `yaml:"kind"`
-	// TailMS is the echo tail the adaptive filter models (speex; default
-	// 128 ms). WebRTC's filter length is fixed (extended filter).
+	// TailMS is the echo tail speex's adaptive filter models: the speex
+	// canceller's (KindSpeex; default DefaultTailMS) and the linear filter
+	// beside WebRTC's canceller (Uplink linear or linear-gated; default
+	// DefaultLinearTailMS). WebRTC's own filter length is fixed (extended
+	// filter: 128 ms).
 	TailMS int `yaml:"tail_ms"`
 	// NoiseSuppression turns on the library's noise suppressor after the
 	// canceller.
@@ -158,13 +161,19 @@ func suppressionLevel(s string) int {
 	return 1
 }
 
-// DefaultTailMS is the speex filter length.
+// DefaultTailMS is the speex canceller's filter length (KindSpeex).
 const DefaultTailMS = 128
 
+// DefaultLinearTailMS is the filter length of the linear filter beside
+// WebRTC's canceller (Uplink linear, linear-gated), measured
+// (docs/benchmarks.md, "A linear filter that covers the room"): WebRTC's
+// suppressor holds a user who talks over the robot in a reverberant room
+// down, and the linear filter's output is how the guards find them there;
+// with 128 ms the filter left the room's reverberation beyond its tail
+// (RT60 0.5 s: 13–19 dB median reduction), which hid the user.
+const DefaultLinearTailMS = 256
+
 func (o Options) withDefaults() Options {
-	if o.TailMS == 0 {
-		o.TailMS = DefaultTailMS
-	}
 	if o.Suppression == "" {
 		o.Suppression = DefaultSuppression
 	}
@@ -218,7 +227,11 @@ func New(o Options) (Canceller, error) {
 		if err != nil || o.Uplink == UplinkCanceller {
 			return c, err
 		}
-		lin, err := newSpeexLinear(o.TailMS)
+		tail := o.TailMS
+		if tail == 0 {
+			tail = DefaultLinearTailMS
+		}
+		lin, err := newSpeexLinear(tail)
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("aec: uplink %s: %w", o.Uplink, err)

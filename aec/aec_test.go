@@ -17,6 +17,14 @@ func erle(t *testing.T, kind string, rc room.Config, secs int) float64 {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	return roomERLE(t, c.Process, rc, secs)
+}
+
+// roomERLE runs process (out, mic, far; 10 ms frames) on pink noise played
+// through room rc for secs seconds and returns the echo return loss
+// enhancement (mic over output energy) over the last half.
+func roomERLE(t testing.TB, process func(out, mic, far []int16), rc room.Config, secs int) float64 {
+	t.Helper()
 	p, err := room.New(rc)
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +44,7 @@ func erle(t *testing.T, kind string, rc room.Config, secs int) float64 {
 		p.Play(int64(f*FrameSamples), far, Rate)
 		clear(mic)
 		p.Capture(int64(f*FrameSamples), mic)
-		c.Process(out, mic, far)
+		process(out, mic, far)
 		if f >= frames/2 {
 			for i := range mic {
 				em += float64(mic[i]) * float64(mic[i])

@@ -699,6 +699,46 @@ func TestLinearGuardFindsWhatTheSuppressorHides(t *testing.T) {
 	}
 }
 
+// In the reply's pauses the linear filter leaves more of the echo than
+// its typical reduction while the far end plays (the late reverberation):
+// once it has seen 2 s of pauses, the linear guard's residual there is
+// what the filter left in them (their 10th percentile), not the typical
+// reduction. The filter removes 40 dB while the robot speaks but leaves
+// −28 dB of the last words in the pauses; a read 24 dB under them in a
+// later pause is the filter's, not the user; a user 12 dB under them is
+// found. Before 2 s of pauses (warm-up) the typical reduction applies and
+// the same −24 dB read counts as the user.
+func TestLinearResidualInPauses(t *testing.T) {
+	for _, warm := range []bool{false, true} {
+		for _, userDB := range []float64{-24, -12} {
+			r := newDualRig(10)
+			s, read, silent, blk := r.s, r.read, r.silent, r.blk
+			amp := func(db float64) int { return int(10000 * math.Pow(10, db/20)) }
+			for range 100 { // a quiet room (−66 dBFS)
+				read(silent, 30, 0, 0)
+			}
+			for range 300 { // the robot speaks: the linear filter removes 40 dB, the suppressor all
+				read(blk, 10000, -200, -40)
+			}
+			if warm {
+				for range 12 { // pauses of 100 ms in the reply: 120 reads
+					for range 10 {
+						read(silent, amp(-28), -200, 0)
+					}
+					for range 15 {
+						read(blk, 10000, -200, -40)
+					}
+				}
+			}
+			read(silent, amp(userDB), -200, 0)
+			user := !s.EchoDominated()
+			if want := userDB > -20 || !warm; user != want {
+				t.Errorf("warm %v: a read %.0f dB under the echo in a pause: user %v, want %v", warm, userDB, user, want)
+			}
+		}
+	}
+}
+
 // When the guards find the user over the far end but the main canceller's
 // suppressor took most of the user's level away, the VAD hears the linear
 // output (the user as the linear filter leaves them) instead: with the

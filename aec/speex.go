@@ -41,7 +41,11 @@ type speexAEC struct {
 }
 
 func newSpeex(o Options) (Canceller, error) {
-	st := C.aec_speex_echo(FrameSamples, C.int(o.TailMS*Rate/1000), Rate)
+	tailMS := o.TailMS
+	if tailMS == 0 {
+		tailMS = DefaultTailMS
+	}
+	st := C.aec_speex_echo(FrameSamples, C.int(tailMS*Rate/1000), Rate)
 	if st == nil {
 		return nil, errors.New("aec: speex_echo_state_init failed")
 	}
@@ -70,9 +74,6 @@ type speexLinear struct {
 }
 
 func newSpeexLinear(tailMS int) (linearFilter, error) {
-	if tailMS == 0 {
-		tailMS = DefaultTailMS
-	}
 	st := C.aec_speex_echo(FrameSamples, C.int(tailMS*Rate/1000), Rate)
 	if st == nil {
 		return nil, errors.New("aec: speex_echo_state_init failed")

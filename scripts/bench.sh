@@ -10,9 +10,10 @@ COUNT="${BENCH_COUNT:-3}"
 mkdir -p out
 {
   echo "# $(date -u +%FT%TZ) $(go version) $(nproc) cores tags='${TAGS}'"
-  # v0 spine: jitter buffer vs channel baseline, fast-lane paths, codecs.
+  # v0 spine: jitter buffer vs channel baseline, fast-lane paths, codecs,
+  # the echo canceller's linear filter (aec, with speexdsp).
   go test -tags "${TAGS}" -run '^$' -bench . -benchmem -count "${COUNT}" \
-    ./playback/ ./uplink/ ./capture/ ./protocol/ ./codec/...
+    ./playback/ ./uplink/ ./capture/ ./protocol/ ./codec/... ./aec/
   # End-to-end loopback latency (one 6 s session per count).
   go test -run '^$' -bench EndToEndLatency -benchtime 1x -count "${COUNT}" ./cmd/robot-agent/
   # Opus (needs the opus tag): bytes on the wire per minute of the make run

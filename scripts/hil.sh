@@ -14,7 +14,7 @@
 # the first /dev/video*). See docs/video.md.
 #
 # Echo path: plays pink noise and records the mic at the same time; prints
-# the delay and echo gain (ERL) of the board's echo path for the echo
+# the delay, echo gain (ERL) and RT60 of the board's echo path for the echo
 # canceller's tuning (docs/audio.md).
 #
 # Each part skips with a clear message where its device or library is
@@ -57,9 +57,9 @@ fi
 echo "== echo path"
 # Plays 3 s of pink noise through the default ALSA playback device while
 # recording the default capture device, and prints the echo path: delay
-# (device buffers + acoustic path) and echo gain / ERL. These are the room
-# figures to give `robot-agent duplex-bench` (docs/audio.md, "Tuning a real
-# robot"). ALSA device names: HIL_PLAYBACK / HIL_CAPTURE (default: default).
+# (device buffers + acoustic path), echo gain / ERL and the room's RT60
+# (from the decay after the noise stops). These are the room figures to
+# give `robot-agent duplex-bench` (docs/audio.md, "Tuning a real robot"). ALSA device names: HIL_PLAYBACK / HIL_CAPTURE (default: default).
 if command -v aplay >/dev/null && command -v arecord >/dev/null && [ -d /dev/snd ]; then
   play_cmd() { aplay -q -D "${HIL_PLAYBACK:-default}" "$1"; }
   rec_cmd() { arecord -q -D "${HIL_CAPTURE:-default}" -f S16_LE -r 16000 -c 1 -d 5 "$1"; }

@@ -34,6 +34,7 @@ import (
 //	  uplink: auto            # what goes up: canceller | linear | linear-gated (a speex linear filter beside the canceller; auto: the measured default)
 //	  webrtc_delay: agnostic  # agnostic (WebRTC's delay-agnostic mode on top of the estimator) | estimator
 //	  max_delay_ms: 400       # delay estimator search range beyond device latencies
+//	  tail_ms: 0              # echo tail speex's filter models, 0..1000 (0: 256 for the linear filter beside webrtc, 128 for the speex canceller); cover the room's reverberation
 //	  duck:                   # local ducking (full duplex only; docs/audio.md)
 //	    enabled: true
 //	    depth_db: 12          # how far the robot's voice is lowered when the user talks over it
@@ -58,6 +59,7 @@ type duplexConfig struct {
 	Uplink           string      `yaml:"uplink"`
 	WebRTCDelay      string      `yaml:"webrtc_delay"`
 	MaxDelayMS       int         `yaml:"max_delay_ms"`
+	TailMS           int         `yaml:"tail_ms"`
 	Duck             duckConfig  `yaml:"duck"`
 	SimEcho          string      `yaml:"sim_echo"`
 	SimRoom          room.Config `yaml:"sim_room"`
@@ -136,6 +138,9 @@ func (c duplexConfig) validate() error {
 	}
 	if c.MaxDelayMS < 20 || c.MaxDelayMS > 1000 {
 		errs.Add(p+"max_delay_ms", c.MaxDelayMS, "want 20..1000", "")
+	}
+	if c.TailMS < 0 || c.TailMS > 1000 {
+		errs.Add(p+"tail_ms", c.TailMS, "want 0..1000", "0: the measured default")
 	}
 	d := c.Duck
 	if d.DepthDB <= 0 || d.DepthDB > 60 {
@@ -246,7 +251,7 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 		return nil, fmt.Errorf("duplex: echo canceller needs a mono speaker stream, have %v", f)
 	}
 	up := d.uplinkKind(kind)
-	c, err := aec.New(aec.Options{Kind: kind, Suppression: d.Suppression, NoiseSuppression: d.NoiseSuppression, Delay: d.WebRTCDelay, Uplink: up})
+	c, err := aec.New(aec.Options{Kind: kind, Suppression: d.Suppression, NoiseSuppression: d.NoiseSuppression, Delay: d.WebRTCDelay, Uplink: up, TailMS: d.TailMS})
 	if err != nil {
 		return nil, fmt.Errorf("duplex.aec %q: %w", kind, err)
 	}
@@ -261,7 +266,7 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	a.mic = src
 	a.aecRef, a.aecSrc = ref, src
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
-		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB, "noise_guard_db", d.NoiseGuardDB, "linear_guard_db", d.LinearGuardDB, "uplink", up)
+		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB, "noise_guard_db", d.NoiseGuardDB, "linear_guard_db", d.LinearGuardDB, "tail_ms", d.TailMS, "uplink", up)
 	if d.Duck.Enabled {
 		// Above the tap: the reference is exactly what the device plays,
 		// ducked or not.

@@ -149,7 +149,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.speakerClock, "speaker-clock", false, "the agent's clock is the speaker's (the far end is written at the speaker's pace, 80 ms ahead) rather than the mic's; needed for negative --drift-ppm over more than a minute or two")
 	fs.BoolVar(&f.ns, "ns", false, "turn on the canceller library's noise suppressor")
 	fs.StringVar(&f.suppression, "suppression", aec.DefaultSuppression, "webrtc residual echo suppression: low, moderate, high")
-	fs.IntVar(&f.tailMS, "tail-ms", 0, "speex filter length (default 128)")
+	fs.IntVar(&f.tailMS, "tail-ms", 0, "speex filter length in ms, the speex canceller's or the linear filter's beside webrtc (0: their defaults, 128 and 256; the agent's duplex.tail_ms)")
 	fs.Float64Var(&f.dtDB, "double-talk-db", aec.DefaultDoubleTalkDB, "onset guard: reads with more echo removed than this hold no user speech")
 	fs.IntVar(&f.replies, "replies", 10, "how many replies (trials)")
 	fs.IntVar(&f.gapMS, "gap-ms", 1000, "silence between replies")
@@ -385,6 +385,10 @@ func pct(v float64) string {
 	return fmt.Sprintf("%.1f %%", 100*v)
 }
 
+// measuredRT60Max is the most reverberant room aec.DefaultLinearTailMS was
+// measured in (docs/benchmarks.md, "A linear filter that covers the room").
+const measuredRT60Max = 800 * time.Millisecond
+
 // measureEcho prints the echo path between two recordings (scripts/hil.sh).
 func measureEcho(played, recorded string, stdout, stderr io.Writer) int {
 	if played == "" || recorded == "" {
@@ -406,6 +410,13 @@ func measureEcho(played, recorded string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, "echo path:", e)
+	switch {
+	case e.RT60 == 0:
+		fmt.Fprintln(stdout, "echo path: RT60 not measured (play a signal that ends in 0.3 s of silence, in a quiet room)")
+	case e.RT60 > measuredRT60Max:
+		fmt.Fprintf(stdout, "echo path: RT60 above the rooms duplex.tail_ms's default (%d ms) was measured in (up to %.1f s): compare --tail-ms values with duplex-bench --rt60 %.1f and your recordings\n",
+			aec.DefaultLinearTailMS, measuredRT60Max.Seconds(), e.RT60.Seconds())
+	}
 	if e.Corr < 0.3 {
 		fmt.Fprintln(stdout, "echo path: WARNING: low correlation: the speaker is barely heard at the mic, or the path is very non-linear (clipping?)")
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/robot-agent/robot-agent/codec/wav"
+	"github.com/robot-agent/robot-agent/room"
 )
 
 func TestDuplexBenchStartupFailures(t *testing.T) {
@@ -67,11 +69,11 @@ func TestDuplexBenchAnyWAVs(t *testing.T) {
 func TestDuplexConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "c.yaml")
-	os.WriteFile(bad, []byte("duplex:\n  aec: magic\n  double_talk_db: 99\n  noise_guard_db: -3\n  linear_guard_db: 41\n  uplink: magic\n  duck:\n    hold_ms: 5\n  sim_room:\n    delay_ms: 9999\n"), 0o644)
+	os.WriteFile(bad, []byte("duplex:\n  aec: magic\n  double_talk_db: 99\n  noise_guard_db: -3\n  linear_guard_db: 41\n  tail_ms: 1001\n  uplink: magic\n  duck:\n    hold_ms: 5\n  sim_room:\n    delay_ms: 9999\n"), 0o644)
 	code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", bad)
 	// Every problem at once, in the yaml.path: value: problem form.
 	for _, want := range []string{`duplex.aec: "magic": want auto, none, webrtc, speex`, "duplex.double_talk_db: 99: want 0..60",
-		"duplex.noise_guard_db: -3: want 0..40", "duplex.linear_guard_db: 41: want 0..40", `duplex.uplink: "magic": want auto, canceller, linear or linear-gated`,
+		"duplex.noise_guard_db: -3: want 0..40", "duplex.linear_guard_db: 41: want 0..40", "duplex.tail_ms: 1001: want 0..1000", `duplex.uplink: "magic": want auto, canceller, linear or linear-gated`,
 		"duplex.duck.hold_ms: 5: want 50..30000", "duplex.sim_room.delay_ms: 9999: out of range"} {
 		if code != 2 || !strings.Contains(errs, want) {
 			t.Errorf("exit %d, stderr %q: want %q", code, errs, want)
@@ -85,4 +87,60 @@ func TestDuplexConfigErrors(t *testing.T) {
 			t.Errorf("typo: exit %d, stderr %q: want %q", code, errs, want)
 		}
 	}
+}
+
+// make hil's echo path step the way scripts/hil.sh runs it: the played
+// noise and its recording (here through a simulated room with a 0.6 s
+// RT60) give the delay, the echo gain and the room's RT60; a recording
+// that ends with the noise gives no RT60 and says why.
+func TestDuplexBenchEchoPathRT60(t *testing.T) {
+	dir := t.TempDir()
+	n, _ := room.NewNoise(room.NoisePink, 16000, 2)
+	buf := make([]float32, 3*16000)
+	n.Fill(buf)
+	played := make([]int16, 3*16000+8000) // 3 s of noise, 0.5 s of silence (hil.sh's pad)
+	for i := range buf {
+		played[i] = int16(buf[i] * 6000)
+	}
+	write := func(name string, s []int16) string { return writeMonoWAV(t, filepath.Join(dir, name), s) }
+	r, err := room.New(room.Config{DelayMS: 120, EchoGainDB: -6, RT60: 0.6, Noise: room.NoisePink, NoiseDBFS: -80, Seed: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Play(0, played, 16000)
+	rec := make([]int16, len(played)+4000)
+	r.Capture(0, rec)
+	code, stdout, errs := runCLI("duplex-bench", "--echo-played", write("played.wav", played), "--echo-recorded", write("rec.wav", rec))
+	var rt60 float64
+	if i := strings.Index(stdout, "RT60 "); i >= 0 {
+		fmt.Sscanf(stdout[i:], "RT60 %g s", &rt60)
+	}
+	if code != 0 || !strings.Contains(stdout, "echo path: delay 120ms") || rt60 < 0.48 || rt60 > 0.72 {
+		t.Errorf("exit %d, stdout %q, stderr %q: want delay 120ms and an RT60 near 0.6 s", code, stdout, errs)
+	}
+	code, stdout, _ = runCLI("duplex-bench", "--echo-played", write("p2.wav", played[:3*16000]), "--echo-recorded", write("r2.wav", rec[:3*16000+4000]))
+	if code != 0 || !strings.Contains(stdout, "RT60 not measured (play a signal that ends in 0.3 s of silence") {
+		t.Errorf("noise without a silence after it: exit %d, stdout %q", code, stdout)
+	}
+}
+
+// writeMonoWAV writes s as a 16 kHz mono WAV file at path and returns path.
+func writeMonoWAV(t *testing.T, path string, s []int16) string {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, err := wav.NewWriter(f, 16000, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -87,15 +87,7 @@ func TestVADCompareRuns(t *testing.T) {
 // --vad-noise-wav adds a row per recorded noise, looped under the phrases.
 func TestVADCompareNoiseWAV(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, s []int16) string {
-		p := filepath.Join(dir, name)
-		f, _ := os.Create(p)
-		w, _ := wav.NewWriter(f, 16000, 1)
-		w.Write(s)
-		w.Close()
-		f.Close()
-		return p
-	}
+	write := func(name string, s []int16) string { return writeMonoWAV(t, filepath.Join(dir, name), s) }
 	near := write("near.wav", duplex.Synthetic(1200*time.Millisecond, 1))
 	noise := write("talkers.wav", duplex.Synthetic(700*time.Millisecond, 7)) // shorter than the scene: looped
 	silent := write("silent.wav", make([]int16, 16000))
