@@ -191,12 +191,12 @@ type Source struct {
 	frames           atomic.Int64
 	shifts           atomic.Int64
 	echoOnly         atomic.Bool
-	echoFree         atomic.Bool // no far end for farTail: no echo in the last Read
-	farHang          int         // samples the far end still counts as playing (echo tail, suppressor release)
-	farSince         int         // samples since the far end started playing after a pause
-	erl              float64     // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
-	erle             stepMedian  // the canceller's echo reduction (dB) on reads with the far end playing
-	linRed           stepMedian  // LinearGuardDB: the linear filter's reduction (dB) on the same reads
+	echoFree         atomic.Bool  // no far end for farTail: no echo in the last Read
+	farHang          int          // samples the far end still counts as playing (echo tail, suppressor release)
+	farSince         int          // samples since the far end started playing after a pause
+	erl              float64      // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
+	erle             stepQuantile // median of the canceller's echo reduction (dB) on reads with the far end playing
+	linRed           stepQuantile // LinearGuardDB: median of the linear filter's reduction (dB) on the same reads
 	linUsed          atomic.Int64
 	dt               doubleTalker // the canceller, if it adapts to double talk
 	lin              linearOuter  // the canceller, if its uplink is a linear filter's output (Options.Uplink)
@@ -268,7 +268,8 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 	if l, ok := c.(linearOuter); ok && l.Linear() != nil {
 		s.lin = l
 	}
-	s.pauseRed.q = pauseQuantile
+	s.erle, s.linRed = newStepQuantile(0.5, medianStepDB), newStepQuantile(0.5, medianStepDB)
+	s.pauseRed = newStepQuantile(pauseQuantile, quantileStepDB)
 	s.ratio = 1
 	if cfg.DriftCompensation {
 		s.fr, s.drift = newFracReader(), newDriftMeter()
@@ -456,7 +457,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	// offset to be found: before that (or if it is never found) the
 	// canceller's residual may be the unsteady one of a drifting path,
 	// for which the fixed threshold is the safe one.
-	if s.cfg.GuardMarginDB > 0 && s.erle.ok && (s.drift == nil || s.driftLocked) {
+	if s.cfg.GuardMarginDB > 0 && s.erle.n > 0 && (s.drift == nil || s.driftLocked) {
 		thr = max(thr, math.Pow(10, (s.erle.v-s.cfg.GuardMarginDB)/10))
 	}
 	s.guardRatio.Store(math.Float64bits(thr))
@@ -600,7 +601,7 @@ func (s *Source) linearUser(n int, farNow, echo bool, eMic, eLin float64) (user,
 	if farNow && s.echoReads >= convergedReads {
 		s.linRed.push(r)
 	}
-	if !s.linRed.ok || (s.drift != nil && !s.driftLocked) || s.erl == 0 {
+	if s.linRed.n == 0 || (s.drift != nil && !s.driftLocked) || s.erl == 0 {
 		return false, false
 	}
 	// The linear output must also exceed, by the margin, the residual the
@@ -830,19 +831,17 @@ func saturated(f []int16) bool {
 // other tests would have let through as the user. Any goroutine.
 func (s *Source) Saturated() int64 { return s.saturatedReads.Load() }
 
-// stepMedian is a running median in dB: it starts at the first value and
-// then moves medianStepDB towards each new one.
-type stepMedian struct {
-	v  float64
-	ok bool // v holds a value
+// stepQuantile tracks a running q-quantile in dB by fixed steps: it
+// starts at the first value, then moves up by 2q·step on a value above it
+// and down by 2(1−q)·step on one below (q = 1/2: a running median moving
+// step towards each new value). Made by newStepQuantile.
+type stepQuantile struct {
+	v, up, down float64
+	n           int // values pushed
 }
 
-// stepQuantile tracks the q-quantile of a stream (dB) by fixed steps: up
-// by 2q·quantileStepDB on a value above it, down by 2(1−q)·quantileStepDB
-// on one below. Its zero value is unset; set q first.
-type stepQuantile struct {
-	v, q float64
-	n    int // values pushed
+func newStepQuantile(q, step float64) stepQuantile {
+	return stepQuantile{up: 2 * q * step, down: 2 * (1 - q) * step}
 }
 
 func (m *stepQuantile) push(r float64) {
@@ -850,22 +849,11 @@ func (m *stepQuantile) push(r float64) {
 	case m.n == 0:
 		m.v = r
 	case r > m.v:
-		m.v += 2 * m.q * quantileStepDB
+		m.v += m.up
 	case r < m.v:
-		m.v -= 2 * (1 - m.q) * quantileStepDB
+		m.v -= m.down
 	}
 	m.n++
-}
-
-func (m *stepMedian) push(r float64) {
-	switch {
-	case !m.ok:
-		m.v, m.ok = r, true
-	case r > m.v:
-		m.v += medianStepDB
-	case r < m.v:
-		m.v -= medianStepDB
-	}
 }
 
 // The output noise floor tracker's steps per 20 ms read (dB), and full

@@ -160,15 +160,13 @@ func MeasureDecay(played, recorded []int16, rate, lag int) (time.Duration, error
 	if end > decayStartDB-decayMinRangeDB {
 		return 0, ErrNoDecay
 	}
-	i0 := -1
+	started := false // the fit starts at the first frame decayStartDB down
 	var sx, sy, sxx, sxy, n float64
 	for i, v := range db {
-		if i0 < 0 && v > decayStartDB {
+		if !started && v > decayStartDB {
 			continue
 		}
-		if i0 < 0 {
-			i0 = i
-		}
+		started = true
 		if v < end {
 			break
 		}
