@@ -4,6 +4,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +14,12 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/gateway"
 	"github.com/robot-agent/robot-agent/hw/hwtest"
 	"github.com/robot-agent/robot-agent/metrics"
+	"github.com/robot-agent/robot-agent/protocol"
 )
 
 // pactl runs pactl against the private daemon of scripts/with-pulse.sh.
@@ -107,6 +111,7 @@ func TestRealFullDuplexEchoPath(t *testing.T) {
 			echoReport(farEnv, micEnv, clk.Mono()-t0, 2*time.Second))
 	}()
 	waitUntil(t, 5*time.Second, "gateway session", func() bool { return ra.a.client.Up() })
+	ra.a.gw.KeepPayloads(true)
 
 	// A long reply (about 13 s of espeak-ng speech at 0 dB echo gain).
 	one := speech(t, 24000)
@@ -115,33 +120,132 @@ func TestRealFullDuplexEchoPath(t *testing.T) {
 		reply = append(reply, one...)
 	}
 	sess := ra.a.gw.Sessions()[0]
-	start := time.Now()
+	start, replyAt := time.Now(), clk.Mono()
 	go sess.StreamTTS(context.Background(), reply)
 	// 7 s of the robot talking to itself through the room.
 	time.Sleep(7 * time.Second)
 	if _, i := ra.a.progress.counts(); i != 0 {
 		t.Fatalf("the robot interrupted itself %d times within %v of its reply (echo canceller on)", i, time.Since(start))
 	}
-	// The user talks over the reply, into the mic's sink.
+	// The user talks over the reply, into the mic's sink (straight to the
+	// mic: the loopback's 80 ms is the robot's echo path, not the user's).
 	user := filepath.Join(t.TempDir(), "user.wav")
 	if out, err := exec.Command("espeak-ng", "-v", "en+f3", "-a", "200", "-w", user, "Stop! Stop, that is enough, thank you.").CombinedOutput(); err != nil {
 		t.Fatalf("espeak-ng: %v: %s", err, out)
 	}
+	phrase := wavAt(t, user, protocol.MicRate)
 	play := exec.Command("paplay", "--device="+sinkName, user)
-	said := time.Now()
+	said, saidAt := time.Now(), clk.Mono()
 	if err := play.Start(); err != nil {
 		t.Fatalf("paplay: %v", err)
 	}
-	defer play.Wait()
 	waitUntil(t, 4*time.Second, "the user's phrase interrupting the reply", func() bool {
 		_, i := ra.a.progress.counts()
 		return i >= 1
 	})
-	// paplay's start-up and the 80 ms path are in this figure: an
-	// interrupt sooner than the path plus the VAD's minimum speech came
-	// from the robot's own voice.
-	if el := time.Since(said); el < 100*time.Millisecond {
-		t.Fatalf("interrupted %v after paplay started the user's phrase: before the phrase could be heard (the robot interrupted itself)", el)
-	}
 	t.Logf("interrupted %v after paplay started the user's phrase", time.Since(said).Round(10*time.Millisecond))
+	if err := play.Wait(); err != nil {
+		t.Fatalf("paplay: %v", err)
+	}
+	time.Sleep(300 * time.Millisecond) // the phrase's last frames to the gateway
+	// The utterance that interrupted the reply must carry the user's
+	// phrase to the gateway, and must have started after that phrase
+	// reached the mic: one started before was the robot's own voice.
+	u, err := interruptingUtterance(ra.a.gw.Events(), replyAt, len(phrase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	off, ncc := align(u.pcm, phrase, protocol.MicRate)
+	onset := u.ts + time.Duration(off+firstSound(phrase, protocol.MicRate))*time.Second/protocol.MicRate
+	t.Logf("the interrupting utterance (%d): the user's phrase in it at NCC %.2f, its first sound in the mic %v after paplay started; the utterance started %v after that sound",
+		u.id, ncc, (onset - saidAt).Round(time.Millisecond), (u.started - onset).Round(time.Millisecond))
+	if ncc < minPhraseNCC {
+		t.Fatalf("the utterance that interrupted the reply does not carry the user's phrase (NCC %.2f < %.2f): the robot interrupted itself", ncc, minPhraseNCC)
+	}
+	// The frame timestamps are read times (later than the sound by the
+	// capture latency, under 60 ms), so a start on the user's first 60 ms
+	// (the VAD's minimum speech) comes out at or after 0 here, and one on
+	// the robot's voice before the phrase, below.
+	if u.started < onset {
+		t.Fatalf("the utterance that interrupted the reply started %v before the user's phrase reached the mic: the robot interrupted itself", onset-u.started)
+	}
+}
+
+// minPhraseNCC: the least normalized cross-correlation between the clean
+// user phrase and the uplink utterance that counts as the phrase having
+// reached the gateway (through the canceller, over the reply's echo until
+// the interrupt).
+const minPhraseNCC = 0.5
+
+// uplinkUtterance is one utterance as the gateway received it.
+type uplinkUtterance struct {
+	id      uint32
+	pcm     []int16       // 16 kHz mono
+	ts      time.Duration // the robot's timestamp of its first sample
+	started time.Duration // when its first frame reached the gateway (same clock in this process)
+}
+
+// interruptingUtterance returns, from the gateway's events (with payloads),
+// the first utterance whose start frame arrived at or after from; its pcm
+// runs on through the utterances after it (placed by their timestamps,
+// silence between them: the VAD may split a phrase at a pause), with
+// minLen samples of silence before and at least minLen after its start.
+func interruptingUtterance(evs []gateway.Event, from time.Duration, minLen int) (uplinkUtterance, error) {
+	var u uplinkUtterance
+	found := false
+	var at int // where the current utterance's next sample goes in u.pcm
+	for _, e := range evs {
+		h := e.Header
+		if h == nil || h.Kind != protocol.KindMicAudio {
+			continue
+		}
+		if h.Flag == protocol.FlagStart {
+			ts := time.Duration(h.Timestamp) * time.Microsecond
+			if !found {
+				if e.At < from {
+					continue
+				}
+				u = uplinkUtterance{id: h.Stream, ts: ts, started: e.At}
+				found = true
+			}
+			at = max(len(u.pcm), int((ts-u.ts)*protocol.MicRate/time.Second))
+		}
+		if !found {
+			continue
+		}
+		s := make([]int16, len(e.Payload)/2)
+		pcm.BytesToInt16(s, e.Payload)
+		for len(u.pcm) < at+len(s) {
+			u.pcm = append(u.pcm, 0)
+		}
+		copy(u.pcm[at:], s)
+		at += len(s)
+	}
+	if !found {
+		return u, errors.New("no utterance started at the gateway after the reply began")
+	}
+	// minLen of silence before it too: the utterance may have started
+	// inside the phrase (held back by a guard).
+	u.pcm = append(make([]int16, minLen), u.pcm...)
+	u.ts -= time.Duration(minLen) * time.Second / protocol.MicRate
+	for len(u.pcm) < 2*minLen {
+		u.pcm = append(u.pcm, 0)
+	}
+	return u, nil
+}
+
+// firstSound is the index of the first 10 ms block of p within 30 dB of its
+// loudest block.
+func firstSound(p []int16, rate int) int {
+	blk := rate / 100
+	loud := 0.0
+	for i := 0; i+blk <= len(p); i += blk {
+		loud = max(loud, pcm.RMS(p[i:i+blk]))
+	}
+	for i := 0; i+blk <= len(p); i += blk {
+		if pcm.RMS(p[i:i+blk]) >= loud/math.Pow(10, 30.0/20) {
+			return i
+		}
+	}
+	return 0
 }

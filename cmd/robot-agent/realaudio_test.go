@@ -141,9 +141,18 @@ func speech(t *testing.T, rate int) []int16 {
 	if err != nil {
 		t.Fatalf("espeak-ng: %v: %s", err, out)
 	}
+	return wavAt(t, path, rate)
+}
+
+// wavAt reads a mono WAV file resampled to rate.
+func wavAt(t *testing.T, path string, rate int) []int16 {
+	t.Helper()
 	a, err := wav.ReadFile(path)
-	if err != nil || a.Channels != 1 {
-		t.Fatalf("espeak-ng output: %v (%d channels)", err, a.Channels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Channels != 1 {
+		t.Fatalf("%s: %d channels, want mono", path, a.Channels)
 	}
 	rs, err := resample.New(a.SampleRate, rate, resample.QualityHigh)
 	if err != nil {
