@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -125,7 +126,12 @@ func TestRealFullDuplexEchoPath(t *testing.T) {
 	// 7 s of the robot talking to itself through the room.
 	time.Sleep(7 * time.Second)
 	if _, i := ra.a.progress.counts(); i != 0 {
-		t.Fatalf("the robot interrupted itself %d times within %v of its reply (echo canceller on)", i, time.Since(start))
+		when := "no utterance at the gateway"
+		if u, err := interruptingUtterance(ra.a.gw.Events(), replyAt, 0); err == nil {
+			when = fmt.Sprintf("its utterance reached the gateway %v into the reply", (u.started - replyAt).Round(time.Millisecond))
+		}
+		t.Fatalf("the robot interrupted itself %d times within %v of its reply (echo canceller on): %s; reads the linear guard took as the user %d, the disturbance guard held %d",
+			i, time.Since(start), when, a.aecSrc.LinearGuarded(), a.aecSrc.Guarded())
 	}
 	// The user talks over the reply, into the mic's sink (straight to the
 	// mic: the loopback's 80 ms is the robot's echo path, not the user's).
