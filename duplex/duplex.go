@@ -50,7 +50,8 @@ type Scenario struct {
 	// LeadMS of silence before the first reply (the noise floor settles).
 	LeadMS int
 	// BargeIn places Near once in every reply, starting at a random point
-	// (seeded) between 30 % and 60 % of the reply; without it Near is not
+	// (seeded) between 30 % and 60 % of the reply (a phrase too long to end
+	// before the next reply lengthens the gaps: bargeInGap); without it Near is not
 	// used (far-end only: ERLE and false barge-ins). NoFar plays no replies
 	// at all and places Near in each "reply" slot (VAD measurements).
 	BargeIn, NoFar bool
@@ -137,6 +138,37 @@ var ErrScenario = errors.New("duplex: invalid scenario")
 
 type phrase struct{ start, onset, end int } // mic samples
 
+// bargeInSettle: the silence a barge-in phrase that would run into the next
+// reply gets after it before that reply (the pump's hangover and the room's
+// echo tail; see bargeInGap).
+const bargeInSettle = NearRate
+
+// bargeInGap returns the gap (samples) after each reply of replyLen for a
+// barge-in phrase of nearLen: gap itself, unless a phrase starting as late
+// as a reply places it (60 % in) would run into the next reply; then long
+// enough that it ends bargeInSettle before that reply. (Otherwise the user
+// would still be talking when the next reply started: no new utterance
+// start, no barge-in to count, and the next phrase would overwrite its
+// tail.)
+func bargeInGap(replyLen, gap, nearLen int) int {
+	if end := replyLen*6/10 + nearLen; end > replyLen+gap {
+		gap = (end - replyLen + bargeInSettle + micFrame - 1) / micFrame * micFrame
+	}
+	return gap
+}
+
+// BargeInGapMS is the gap after each reply Run uses for a barge-in phrase of
+// nearLen samples (16 kHz) in replies of farLen samples (24 kHz) with
+// gapMS asked for: gapMS, or longer for a phrase that would otherwise run
+// into the next reply (see Scenario.BargeIn).
+func BargeInGapMS(farLen, nearLen, gapMS int) int {
+	gap := gapMS * NearRate / 1000
+	if g := bargeInGap(farLen*NearRate/FarRate, gap, nearLen); g != gap {
+		return g * 1000 / NearRate
+	}
+	return gapMS
+}
+
 // Run runs s.
 func Run(s Scenario) (Result, error) {
 	if len(s.Far) == 0 && !s.NoFar {
@@ -181,6 +213,9 @@ func Run(s Scenario) (Result, error) {
 	}
 	lead := s.LeadMS * NearRate / 1000
 	gap := s.GapMS * NearRate / 1000
+	if s.BargeIn {
+		gap = bargeInGap(replyLen, gap, len(near))
+	}
 	total := lead + s.Replies*(replyLen+gap)
 	total = (total + micFrame - 1) / micFrame * micFrame
 	nearTL := make([]int16, total)

@@ -223,3 +223,35 @@ func TestSpeakerClockDriftCompensation(t *testing.T) {
 		t.Errorf("ERLE %.1f dB with compensation, %.1f dB without: want at least 6 dB more", on.ERLE, off.ERLE)
 	}
 }
+
+// A barge-in phrase longer than the rest of its reply must not run into the
+// next reply: the gap after each reply grows to hold it.
+func TestBargeInGapHoldsALongPhrase(t *testing.T) {
+	const reply, gap = 10 * NearRate, NearRate
+	for _, tc := range []struct {
+		name          string
+		near, wantGap int
+	}{
+		{"short phrase: gap unchanged", 2 * NearRate, gap},
+		{"phrase ending at the next reply: unchanged", 5 * NearRate, gap},
+		{"longer: ends a second before the next reply", 8 * NearRate, 4*NearRate + bargeInSettle},
+		{"rounded up to whole frames", 5*NearRate + 1, NearRate + micFrame + bargeInSettle},
+	} {
+		got := bargeInGap(reply, gap, tc.near)
+		if got != tc.wantGap {
+			t.Errorf("%s: gap %d, want %d", tc.name, got, tc.wantGap)
+		}
+		if end := reply*6/10 + tc.near; end > reply+got {
+			t.Errorf("%s: the latest phrase ends at %d, after the next reply's start %d", tc.name, end, reply+got)
+		}
+	}
+}
+
+func TestBargeInGapMS(t *testing.T) {
+	if g := BargeInGapMS(10*FarRate, 2*NearRate, 1000); g != 1000 {
+		t.Errorf("short phrase: %d ms, want 1000", g)
+	}
+	if g := BargeInGapMS(10*FarRate, 8*NearRate, 1000); g != 5000 {
+		t.Errorf("8 s phrase in 10 s replies: %d ms, want 5000 (ends 1 s before the next reply)", g)
+	}
+}

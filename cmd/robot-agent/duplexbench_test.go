@@ -64,6 +64,16 @@ func TestDuplexBenchAnyWAVs(t *testing.T) {
 	if err != nil || a.SampleRate != 16000 || a.Frames() < 16000 {
 		t.Errorf("uplink WAV: %v %+v", err, a.SampleRate)
 	}
+	if strings.Contains(stdout, "between replies") {
+		t.Errorf("a phrase that fits its reply lengthened the gaps:\n%s", stdout)
+	}
+	// A recording longer than the reply: the gaps grow so that each phrase
+	// ends before the next reply, and the bench says so.
+	long := mk("long.wav", 16000, 1, 3)
+	code, stdout, errs = runCLI("duplex-bench", "--far", far, "--near", long, "--replies", "2", "--barge-in", "--aec", "none")
+	if code != 0 || !strings.Contains(stdout, "3.2 s between replies (--gap-ms 1000), so each phrase ends before the next reply") {
+		t.Errorf("long phrase: exit %d, stdout %q, stderr %q", code, stdout, errs)
+	}
 }
 
 func TestDuplexConfigErrors(t *testing.T) {
