@@ -163,11 +163,16 @@ func bargeInGap(replyLen, gap, nearLen int) int {
 // into the next reply (see Scenario.BargeIn).
 func BargeInGapMS(farLen, nearLen, gapMS int) int {
 	gap := gapMS * NearRate / 1000
-	if g := bargeInGap(farLen*NearRate/FarRate, gap, nearLen); g != gap {
+	if g := bargeInGap(atNearRate(farLen), gap, nearLen); g != gap {
 		return g * 1000 / NearRate
 	}
 	return gapMS
 }
+
+// atNearRate converts a length of far-end samples (FarRate) to NearRate, in
+// 64 bits: on a 32-bit board (armv7) a reply of more than 5.6 s overflows
+// the product in int.
+func atNearRate(farSamples int) int { return int(int64(farSamples) * NearRate / FarRate) }
 
 // Run runs s.
 func Run(s Scenario) (Result, error) {
@@ -207,7 +212,7 @@ func Run(s Scenario) (Result, error) {
 	echoOnly, _ := room.New(echoCfg)
 
 	// Timeline.
-	replyLen := len(far) * NearRate / FarRate
+	replyLen := atNearRate(len(far))
 	if s.NoFar {
 		replyLen = len(near) * 3
 	}

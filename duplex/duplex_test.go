@@ -255,3 +255,11 @@ func TestBargeInGapMS(t *testing.T) {
 		t.Errorf("8 s phrase in 10 s replies: %d ms, want 5000 (ends 1 s before the next reply)", g)
 	}
 }
+
+// Lengths convert in 64 bits: on armv7 (32-bit int) an 8.7 s reply times
+// NearRate overflowed.
+func TestAtNearRateLongReply(t *testing.T) {
+	if got := atNearRate(600 * FarRate); got != 600*NearRate {
+		t.Errorf("10 minutes of far end: %d samples at 16 kHz, want %d", got, 600*NearRate)
+	}
+}
