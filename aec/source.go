@@ -464,7 +464,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	echo := s.farHang > 0 && eMic > thr*eOut
 	eDec := eOut // the decision frame's energy (whole frames), the linear output's where it takes that
 	disturbed := s.disturbance(n, eFar, farNow, echo)
-	linUser, linAudible := s.linearUser(n, farNow, echo, eMic, eLin)
+	linUser, linAudible := s.linearUser(n, eFar, farNow, echo, eMic, eLin)
 	// The output's noise floor, tracked while the far end is silent (what
 	// the VAD hears between the robot's replies): a 10th-percentile
 	// tracker in dB, down 0.18 dB and up 0.02 dB per read (9 and 1 dB/s
@@ -593,7 +593,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 // linear output holds more than echo residual and noise, worth the VAD's
 // ear when the other guards find the user). Before the median exists:
 // false.
-func (s *Source) linearUser(n int, farNow, echo bool, eMic, eLin float64) (user, audible bool) {
+func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin float64) (user, audible bool) {
 	if s.lin == nil || s.cfg.LinearGuardDB <= 0 || s.farHang == 0 || eMic <= 0 {
 		return false, false
 	}
@@ -630,7 +630,11 @@ func (s *Source) linearUser(n int, farNow, echo bool, eMic, eLin float64) (user,
 	// 28 dB and the same output stayed under the residual.
 	peak := s.erl * s.farPeak * float64(n)
 	red := s.linRed.v
-	pause := !farNow && eLin > 0 && peak > 0
+	// A pause is also a far end pauseDropDB under its recent peak: a
+	// recorded voice's pauses hold its background (far above farActive),
+	// and there too the mic holds the earlier words' reverberation.
+	dropped := eFar < s.farPeak*float64(n)*math.Pow(10, -pauseDropDB/10)
+	pause := (!farNow || dropped) && eLin > 0 && peak > 0
 	if pause && s.pauseRed.n >= pauseWarmup {
 		red = min(red, s.pauseRed.v)
 	}
@@ -656,6 +660,10 @@ func (s *Source) linearUser(n int, farNow, echo bool, eMic, eLin float64) (user,
 // pauseQuantile: the quantile of the linear filter's reduction in the
 // reply's pauses taken as its residual there (linearUser).
 const pauseQuantile = 0.1
+
+// pauseDropDB: a far end this far under its decaying peak counts as a pause
+// of the reply for linearUser.
+const pauseDropDB = 15.0
 
 // pauseWarmup: pause reads (2 s of 20 ms reads) before the pauses'
 // quantile is used; quantileStepDB: its step.
