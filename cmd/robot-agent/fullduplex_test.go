@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/duplex"
 	"github.com/robot-agent/robot-agent/gateway"
 	"github.com/robot-agent/robot-agent/hw/hwtest"
 	"github.com/robot-agent/robot-agent/metrics"
@@ -162,7 +162,7 @@ func TestRealFullDuplexEchoPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	off, ncc := align(u.pcm, phrase, protocol.MicRate)
-	onset := u.ts + time.Duration(off+firstSound(phrase, protocol.MicRate))*time.Second/protocol.MicRate
+	onset := u.ts + time.Duration(off+firstSound(phrase))*time.Second/protocol.MicRate
 	t.Logf("the interrupting utterance (%d): the user's phrase in it at NCC %.2f, its first sound in the mic %v after paplay started; the utterance started %v after that sound",
 		u.id, ncc, (onset - saidAt).Round(time.Millisecond), (u.started - onset).Round(time.Millisecond))
 	if ncc < minPhraseNCC {
@@ -219,13 +219,10 @@ func interruptingUtterance(evs []gateway.Event, from time.Duration, minLen int) 
 		if !found {
 			continue
 		}
-		s := make([]int16, len(e.Payload)/2)
-		pcm.BytesToInt16(s, e.Payload)
-		for len(u.pcm) < at+len(s) {
-			u.pcm = append(u.pcm, 0)
-		}
-		copy(u.pcm[at:], s)
-		at += len(s)
+		end := at + len(e.Payload)/2
+		u.pcm = padTo(u.pcm, end)
+		pcm.BytesToInt16(u.pcm[at:end], e.Payload)
+		at = end
 	}
 	if !found {
 		return u, errors.New("no utterance started at the gateway after the reply began")
@@ -234,23 +231,25 @@ func interruptingUtterance(evs []gateway.Event, from time.Duration, minLen int) 
 	// inside the phrase (held back by a guard).
 	u.pcm = append(make([]int16, minLen), u.pcm...)
 	u.ts -= time.Duration(minLen) * time.Second / protocol.MicRate
-	for len(u.pcm) < 2*minLen {
-		u.pcm = append(u.pcm, 0)
-	}
+	u.pcm = padTo(u.pcm, 2*minLen)
 	return u, nil
 }
 
-// firstSound is the index of the first 10 ms block of p within 30 dB of its
-// loudest block.
-func firstSound(p []int16, rate int) int {
-	blk := rate / 100
-	loud := 0.0
-	for i := 0; i+blk <= len(p); i += blk {
-		loud = max(loud, pcm.RMS(p[i:i+blk]))
+// padTo extends p with silence to at least n samples.
+func padTo(p []int16, n int) []int16 {
+	if n > len(p) {
+		p = append(p, make([]int16, n-len(p))...)
 	}
-	for i := 0; i+blk <= len(p); i += blk {
-		if pcm.RMS(p[i:i+blk]) >= loud/math.Pow(10, 30.0/20) {
-			return i
+	return p
+}
+
+// firstSound is the sample index of the phrase's first speech frame as the
+// bench labels it (duplex.Labels, 20 ms frames at 16 kHz).
+func firstSound(p []int16) int {
+	frame := protocol.MicRate / 50
+	for i, speech := range duplex.Labels(p) {
+		if speech {
+			return i * frame
 		}
 	}
 	return 0
