@@ -757,6 +757,39 @@ func TestLinearResidualInPauses(t *testing.T) {
 	}
 }
 
+// The linear guard's residual lies at most linearResidualCapDB under the
+// echo peak: a filter that removes 48 dB of most of the reply (a quiet
+// room) removes less of the sounds it fits least, and a read 31 dB under
+// the mic is its own, not the user (before the cap, the median less the
+// 10 dB margin, 38 dB, took such reads for the user at the same point of
+// every reply). A user 24 or 12 dB under is found. Where the filter
+// removes 30 dB (a noisier or reverberant room) the cap changes nothing:
+// the read 24 dB under stays echo, as it was.
+func TestLinearResidualCap(t *testing.T) {
+	for _, tc := range []struct {
+		typicalDB, linDB float64 // the filter's typical reduction; the read's linear output under the mic
+		wantUser         bool
+	}{
+		{-48, -31, false},
+		{-48, -24, true},
+		{-48, -12, true},
+		{-30, -24, false},
+		{-30, -12, true},
+	} {
+		r := newDualRig(10)
+		for range 100 { // a quiet room (−66 dBFS)
+			r.read(r.silent, 30, 0, 0)
+		}
+		for range 400 { // the robot speaks; the suppressor removes all
+			r.read(r.blk, 10000, -200, tc.typicalDB)
+		}
+		r.read(r.blk, 10000, -200, tc.linDB)
+		if user := !r.s.EchoDominated(); user != tc.wantUser {
+			t.Errorf("filter removing %.0f dB: a read %.0f dB under the mic: user %v, want %v", -tc.typicalDB, -tc.linDB, user, tc.wantUser)
+		}
+	}
+}
+
 // When the guards find the user over the far end but the main canceller's
 // suppressor took most of the user's level away, the VAD hears the linear
 // output (the user as the linear filter leaves them) instead: with the
