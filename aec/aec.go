@@ -264,19 +264,27 @@ type linearFilter interface {
 // output decides (onset guard, VAD), the linear one's goes up. The linear
 // filter gets the far end defaultMarginMS before its echo rather than the
 // main canceller's lead, through a delay line, so its tail covers the room.
+// The line's length follows the lead Source actually gives (SetLead): an
+// echo that arrives sooner than the main canceller's lead (a room whose
+// delay beyond the device latencies is under 48 ms) leaves the far end
+// that much less lead, and a line of the full 40 ms would then hand the
+// far end to the linear filter after its echo, where no filter can cancel
+// it (measured: 0–1 dB of reduction over 8 minutes at a 20 ms delay, so
+// the uplink carried the robot's voice whenever the user talked).
 // Its output is delayed by the main canceller's output delay
 // (outputDelayer), so that the two outputs line up sample for sample: the
 // gated uplink crossfades between them, and a crossfade between signals
 // 7 ms apart is a comb filter and a jump of the uplink's timing.
 type dual struct {
-	main   Canceller
-	lin    linearFilter
-	line   []int16 // far-end delay line: the last delay+FrameSamples samples
-	delay  int
-	oline  []int16 // linear output delay line: the last odelay+FrameSamples samples
-	odelay int
-	lout   []int16
-	gated  bool
+	main     Canceller
+	lin      linearFilter
+	line     []int16 // far-end delay line: the last maxDelay+FrameSamples samples
+	delay    int     // the line's delay now (samples), 0..maxDelay
+	maxDelay int
+	oline    []int16 // linear output delay line: the last odelay+FrameSamples samples
+	odelay   int
+	lout     []int16
+	gated    bool
 }
 
 // outputDelayer is implemented by cancellers whose output lags their input
@@ -295,7 +303,7 @@ func newDual(main Canceller, lin linearFilter, gated bool) *dual {
 	if o, ok := main.(outputDelayer); ok {
 		odelay = o.OutputDelay()
 	}
-	return &dual{main: main, lin: lin, delay: delay, line: make([]int16, delay+FrameSamples),
+	return &dual{main: main, lin: lin, delay: delay, maxDelay: delay, line: make([]int16, delay+FrameSamples),
 		odelay: odelay, oline: make([]int16, odelay+FrameSamples), lout: make([]int16, FrameSamples), gated: gated}
 }
 
@@ -303,10 +311,11 @@ func (d *dual) Kind() string { return d.main.Kind() }
 
 func (d *dual) Process(out, near, far []int16) {
 	copy(d.line, d.line[FrameSamples:])
-	copy(d.line[d.delay:], far[:FrameSamples])
+	copy(d.line[d.maxDelay:], far[:FrameSamples])
 	copy(d.oline, d.oline[FrameSamples:])
-	// The linear filter first: out may be near.
-	d.lin.Process(d.oline[d.odelay:], near, d.line[:FrameSamples])
+	// The linear filter first: out may be near. The far end delay samples
+	// ago starts at maxDelay-delay.
+	d.lin.Process(d.oline[d.odelay:], near, d.line[d.maxDelay-d.delay:][:FrameSamples])
 	copy(d.lout, d.oline[:FrameSamples])
 	d.main.Process(out, near, far)
 }
@@ -327,6 +336,23 @@ func (d *dual) Reset() {
 
 func (d *dual) Close() error {
 	return errors.Join(d.lin.Close(), d.main.Close())
+}
+
+// SetLead implements leadSetter: the far end reaches Process lead samples
+// before its echo. The delay line keeps the linear filter's far end
+// defaultMarginMS ahead of the echo (or as far ahead as lead allows). Like
+// Source's own moves of the far end it changes only beyond the tolerances
+// (shrinkTolMS too late, growTolMS too early): each change resets the
+// linear filter, which then re-adapts.
+func (d *dual) SetLead(lead int) bool {
+	want := min(max(0, lead-defaultMarginMS*Rate/1000), d.maxDelay)
+	if want >= d.delay-shrinkTolMS*Rate/1000 && want <= d.delay+growTolMS*Rate/1000 {
+		return false
+	}
+	d.delay = want
+	d.lin.Reset()
+	clear(d.line)
+	return true
 }
 
 // LeadMS implements leader with the main canceller's lead.
@@ -384,6 +410,16 @@ type leader interface {
 	// LeadMS is how much earlier than its echo the far end should reach
 	// the canceller.
 	LeadMS() int
+}
+
+// leadSetter is implemented by cancellers that align a filter of their
+// own behind the far end they are handed (dual): Source tells them the
+// far end's actual lead over its echo (samples), which is less than
+// LeadMS when the echo arrives sooner than that. SetLead reports whether
+// the alignment moved (the filter re-adapts, as after a move of the far
+// end).
+type leadSetter interface {
+	SetLead(lead int) bool
 }
 
 // doubleTalker is implemented by cancellers that change their residual

@@ -234,6 +234,35 @@ func TestSourceCompensatesDrift(t *testing.T) {
 	}
 }
 
+// With the estimator, an echo sooner than the main canceller's lead: the
+// Source tells a dual-path canceller the far end's actual lead, so its
+// linear filter gets the far end before the echo, not after it.
+func TestSourceTellsTheLinearFilterASoonEcho(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	p, err := room.New(room.Config{DelayMS: 20, EchoGainDB: -6, RT60: 0.2, DRRDB: 6, Noise: room.NoisePink, NoiseDBFS: -55, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rig := &echoRig{clk: clk, path: p, far: make([]int16, 480), rng: rand.New(rand.NewPCG(1, 1))}
+	rig.tap = NewTap(latSpk{}, ref, clk)
+	d := newDual(&leadScaler{scaler{gain: 1, lead: 48}}, &passFilter{}, false)
+	s := NewSource(rig, ref, d, clk, SourceConfig{})
+	frame := make([]int16, 320)
+	for range 8 * 50 { // 8 s
+		s.Read(frame)
+	}
+	est, ok := s.est.Delay()
+	if !ok || est >= 40*Rate/1000 {
+		t.Fatalf("estimated delay %d samples (found %v): the test needs an echo sooner than 40 ms", est, ok)
+	}
+	// The linear filter's far end leads the echo by est - bulk - delay.
+	if lead := est - s.bulk - d.delay; lead < 0 || lead > (defaultMarginMS+shrinkTolMS)*Rate/1000 {
+		t.Errorf("echo %.1f ms after the far end: the linear filter gets the far end %.1f ms before it (line %.1f ms), want 0..%d ms",
+			float64(est)*1000/Rate, float64(lead)*1000/Rate, float64(d.delay)*1000/Rate, defaultMarginMS+shrinkTolMS)
+	}
+}
+
 // With the far end read at a compensated ratio, the mic's sample count
 // slides against its timestamps by the clock offset (here: timestamps on
 // the speaker's clock, 200 ppm over 10 minutes = 120 ms): that is no

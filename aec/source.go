@@ -200,6 +200,7 @@ type Source struct {
 	linUsed          atomic.Int64
 	dt               doubleTalker // the canceller, if it adapts to double talk
 	lin              linearOuter  // the canceller, if its uplink is a linear filter's output (Options.Uplink)
+	ls               leadSetter   // the canceller, if it aligns a filter of its own behind the far end
 	pauseRed         stepQuantile // the 10th percentile of the linear output's level under erl·farPeak in the reply's pauses (dB)
 	dec              []int16      // with lin: the canceller's output of the last Read (DecisionFrame)
 	onset            []int16      // with lin: the linear filter's output of the last Read (OnsetFrame)
@@ -274,8 +275,12 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 	if cfg.DriftCompensation {
 		s.fr, s.drift = newFracReader(), newDriftMeter()
 	}
+	s.ls, _ = c.(leadSetter)
 	if cfg.FixedDelayMS > 0 {
 		s.bulk = max(0, (cfg.FixedDelayMS-cfg.MarginMS)*Rate/1000)
+		if s.ls != nil {
+			s.ls.SetLead(cfg.FixedDelayMS*Rate/1000 - s.bulk)
+		}
 	} else {
 		s.est = NewDelayEstimator(cfg.MaxDelayMS)
 	}
@@ -322,8 +327,9 @@ func (s *Source) delayHint() (int, bool) {
 // estimated, or without DriftCompensation). Any goroutine.
 func (s *Source) DriftPPM() float64 { return -math.Float64frombits(s.driftPPM.Load()) }
 
-// Shifts counts changes of the delay taken out before the canceller (each
-// makes the canceller re-adapt). Any goroutine.
+// Shifts counts changes of the delay taken out before the canceller, and
+// of a dual-path canceller's linear filter alignment (each makes the
+// canceller re-adapt). Any goroutine.
 func (s *Source) Shifts() int64 { return s.shifts.Load() }
 
 // Read implements hw.AudioSource.
@@ -384,6 +390,12 @@ func (s *Source) Read(dst []int16) (int, error) {
 					if s.drift != nil {
 						s.drift.discontinuity()
 					}
+				}
+				// An echo sooner than the margin leaves the far end less
+				// lead than the canceller asked for (bulk is 0): a filter
+				// the canceller aligns itself follows.
+				if s.ls != nil && s.ls.SetLead(d-s.bulk) {
+					s.shifts.Add(1)
 				}
 			}
 		} else {

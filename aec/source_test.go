@@ -390,14 +390,17 @@ func TestNoiseGuardHoldsWhatTheNoiseExplains(t *testing.T) {
 }
 
 // passFilter is a linear filter that passes the mic through and records
-// the far end it was given.
-type passFilter struct{ far [][]int16 }
+// the far end it was given and its resets.
+type passFilter struct {
+	far    [][]int16
+	resets int
+}
 
 func (p *passFilter) Process(out, near, far []int16) {
 	copy(out, near)
 	p.far = append(p.far, append([]int16(nil), far...))
 }
-func (p *passFilter) Reset()       {}
+func (p *passFilter) Reset()       { p.resets++ }
 func (p *passFilter) Close() error { return nil }
 
 // The dual path: Read returns the linear filter's output (the uplink),
@@ -445,6 +448,57 @@ func TestDualPathUplinkAndDecision(t *testing.T) {
 	}
 	if _, err := New(Options{Kind: KindNone, Uplink: "bogus"}); err == nil {
 		t.Error("uplink bogus accepted")
+	}
+}
+
+// The linear filter's delay line follows the far end's actual lead
+// (SetLead): an echo sooner than the main canceller's 48 ms lead leaves the
+// far end less lead, and a fixed 40 ms line would hand it to the linear
+// filter after its echo. It moves only beyond the tolerances (4 ms too
+// late, 40 ms too early), resetting the filter; Source tells it the lead.
+func TestDualLinearFarEndFollowsTheLead(t *testing.T) {
+	ms := func(v int) int { return v * Rate / 1000 }
+	lin := &passFilter{}
+	d := newDual(&leadScaler{scaler{gain: 1, lead: 48}}, lin, false)
+	for _, tc := range []struct {
+		leadMS, wantDelayMS int
+		moved               bool
+	}{
+		{48, 40, false}, // the lead asked for: unchanged
+		{90, 40, false}, // a later echo: the line is at most the lead's
+		{45, 40, false}, // 3 ms short: within the tolerance
+		{18, 10, true},  // a 18 ms echo: 10 ms, the far end 8 ms ahead again
+		{5, 0, true},    // sooner than 8 ms: no line
+		{30, 0, false},  // 22 ms early: within the tolerance
+		{60, 0, false},  // 40 ms early (the line's length): still within it
+		{4, 0, false},   // no line to shorten
+	} {
+		resets := lin.resets
+		if moved := d.SetLead(ms(tc.leadMS)); moved != tc.moved || d.delay != ms(tc.wantDelayMS) {
+			t.Errorf("lead %d ms: moved %v, delay %d samples; want %v, %d", tc.leadMS, moved, d.delay, tc.moved, ms(tc.wantDelayMS))
+		}
+		if got := lin.resets - resets; got != map[bool]int{false: 0, true: 1}[tc.moved] {
+			t.Errorf("lead %d ms: the linear filter was reset %d times", tc.leadMS, got)
+		}
+	}
+	// Through Source: a fixed 18 ms delay (bulk 0) leaves 18 ms of lead,
+	// so the linear filter's far end is 10 ms (one frame) behind the main
+	// canceller's.
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	lin = &passFilter{}
+	d = newDual(&leadScaler{scaler{gain: 1, lead: 48}}, lin, false)
+	NewSource(fakeMic{clk}, ref, d, clk, SourceConfig{FixedDelayMS: 18})
+	far := make([]int16, FrameSamples)
+	out := make([]int16, FrameSamples)
+	for k := range 4 {
+		far[0] = int16(k + 1)
+		d.Process(out, far, far)
+	}
+	for k, f := range lin.far {
+		if want := max(0, k); int(f[0]) != want {
+			t.Errorf("fixed delay 18 ms, frame %d: the linear filter's far end is frame %d's, want %d's (10 ms later)", k, f[0], want)
+		}
 	}
 }
 

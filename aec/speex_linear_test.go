@@ -40,6 +40,37 @@ func TestLinearTailCoversTheRoom(t *testing.T) {
 	}
 }
 
+// A room whose echo arrives sooner than WebRTC's 48 ms lead (20 ms here):
+// the far end then leads its echo by 20 ms only, and the dual path's
+// linear filter, behind a line of the full 40 ms, would get the far end
+// 20 ms after its echo, which no filter cancels. With the lead Source
+// reports (SetLead) it gets it 8 ms before and removes the echo.
+func TestDualLinearFilterCancelsASoonEcho(t *testing.T) {
+	rc := room.Config{DelayMS: 20, EchoGainDB: 0, RT60: 0.3, Seed: 4}
+	for _, told := range []bool{false, true} {
+		lin, err := newSpeexLinear(DefaultLinearTailMS)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := newDual(&leadScaler{scaler{gain: 1, lead: webrtcLeadMS}}, lin, false)
+		if told {
+			d.SetLead(int(rc.DelayMS) * Rate / 1000)
+		}
+		got := roomERLE(t, func(out, mic, far []int16) {
+			d.Process(out, mic, far)
+			copy(out, d.Linear())
+		}, rc, 20)
+		d.Close()
+		t.Logf("echo 20 ms after the far end, lead told %v: the linear filter removes %.1f dB", told, got)
+		if told && got < 25 {
+			t.Errorf("lead told: the linear filter removes %.1f dB, want at least 25", got)
+		}
+		if !told && got > 6 {
+			t.Errorf("lead not told: the linear filter removes %.1f dB; the far end behind its echo should leave it nothing (is the test's room sooner than the lead?)", got)
+		}
+	}
+}
+
 // BenchmarkLinearFilter: one 10 ms frame through the linear filter at
 // tail lengths (the cost grows with the tail's partitions).
 func BenchmarkLinearFilter(b *testing.B) {
