@@ -234,6 +234,48 @@ func TestSourceCompensatesDrift(t *testing.T) {
 	}
 }
 
+// Finding the clock offset moves the double-talk threshold from the fixed
+// one to the canceller's measured reduction less the margin; the
+// reduction measured before it is the drifting path's (mostly while the
+// canceller converged), so the threshold restarts from the fixed one and
+// rises as the canceller shows its reduction after the lock: a canceller
+// that gave 40 dB while converging but 25 dB once locked does not have
+// its 25 dB reads taken for the user, nor does one read the suppressor
+// silenced raise the threshold at once.
+func TestAdaptiveGuardRelearnsAfterTheDriftLock(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	c := &scaler{}
+	tap := NewTap(nullSpk{}, ref, clk)
+	s := NewSource(&noiseMic{clk: clk, rng: rand.New(rand.NewPCG(1, 2))}, ref, c, clk, SourceConfig{FixedDelayMS: 20, GuardMarginDB: 10, DriftCompensation: true})
+	rng := rand.New(rand.NewPCG(2, 2))
+	blk, frame := make([]int16, 480), make([]int16, 320)
+	read := func(reductionDB float64) bool {
+		c.gain = math.Pow(10, -reductionDB/20)
+		for i := range blk {
+			blk[i] = int16(rng.IntN(8000) - 4000)
+		}
+		tap.Write(blk)
+		s.Read(frame)
+		return s.EchoDominated()
+	}
+	for range 300 {
+		read(40)
+	}
+	s.drift.fit.have = true // the estimate
+	// The first read after it all suppressed (60 dB), the rest 25 dB: no
+	// single read sets the threshold.
+	read(60)
+	for i := range 150 {
+		if !read(25) {
+			t.Fatalf("read %d after the lock: 25 dB reduced passed as the user (guard %.1f dB)", i, s.GuardDB())
+		}
+	}
+	if g := s.GuardDB(); g < 13 || g > 17 {
+		t.Errorf("150 reads after the lock: guard %.1f dB, want about 25 - 10 (the reduction measured since)", g)
+	}
+}
+
 // With the estimator, an echo sooner than the main canceller's lead: the
 // Source tells a dual-path canceller the far end's actual lead, so its
 // linear filter gets the far end before the echo, not after it.
@@ -311,8 +353,11 @@ func TestAdaptiveGuardWaitsForTheDriftEstimate(t *testing.T) {
 		t.Fatalf("no drift estimate yet: guard %.1f dB, want the fixed %v", g, DefaultDoubleTalkDB)
 	}
 	s.drift.fit.have = true // an estimate (1.0: one clock)
-	tap.Write(blk)
-	s.Read(frame)
+	// 2 s: from the fixed threshold up to the measured reduction.
+	for range 100 {
+		tap.Write(blk)
+		s.Read(frame)
+	}
 	if g := s.GuardDB(); g < 17 || g > 21 {
 		t.Errorf("with the drift estimate: guard %.1f dB, want about 30 - 10", g)
 	}

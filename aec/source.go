@@ -183,6 +183,7 @@ type Source struct {
 	tsOff            float64 // expected disagreement of the mic's timestamps with next (samples)
 	anchors          int     // (re-)anchorings of the mic timeline
 	driftLocked      bool    // the clock offset has been estimated
+	lockSeen         bool    // the reduction median was restarted at the drift lock
 	fr               *fracReader
 	drift            *driftMeter
 	driftPPM         atomic.Uint64 // math.Float64bits of the applied offset
@@ -461,6 +462,18 @@ func (s *Source) Read(dst []int16) (int, error) {
 	// median little (and downwards: more guarding, not less), and a
 	// suppressor's digital silence does not drag it up as it would a mean.
 	farNow := eFar > farActive*farActive*float64(n)
+	if s.driftLocked && !s.lockSeen {
+		// The clock offset was just found: the reduction measured so far
+		// is the drifting path's, mostly while the canceller converged
+		// (first reply), and the canceller on the compensated path may
+		// not give it yet (measured at +200 ppm: 25-33 dB against a 43 dB
+		// threshold, a false barge-in in the first reply of every
+		// start). The threshold restarts from the fixed one and rises
+		// (at most 10 dB/s) as the canceller shows its reduction on the
+		// compensated path.
+		s.lockSeen = true
+		s.erle.v = min(s.erle.v, s.cfg.DoubleTalkDB+s.cfg.GuardMarginDB)
+	}
 	if farNow && s.echoReads >= convergedReads {
 		s.erle.push(reductionDB(eMic, eOut))
 	}
