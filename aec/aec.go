@@ -346,7 +346,7 @@ func (d *dual) Close() error {
 // linear filter, which then re-adapts.
 func (d *dual) SetLead(lead int) bool {
 	want := min(max(0, lead-defaultMarginMS*Rate/1000), d.maxDelay)
-	if want >= d.delay-shrinkTolMS*Rate/1000 && want <= d.delay+growTolMS*Rate/1000 {
+	if !beyondTolerance(want, d.delay) {
 		return false
 	}
 	d.delay = want

@@ -101,6 +101,13 @@ const (
 	growTolMS   = 40
 )
 
+// beyondTolerance reports whether a wanted delay (samples) is far enough
+// from the current one to move the far end: shrinkTolMS shorter or
+// growTolMS longer.
+func beyondTolerance(want, cur int) bool {
+	return want < cur-shrinkTolMS*Rate/1000 || want > cur+growTolMS*Rate/1000
+}
+
 // onsetRoomDB: a read whose decision frame lies less than this below the
 // mic holds a sound the canceller did not take for echo, whose onset is
 // judged on the linear output (OnsetFrame). Measured in full duplex
@@ -183,7 +190,6 @@ type Source struct {
 	tsOff            float64 // expected disagreement of the mic's timestamps with next (samples)
 	anchors          int     // (re-)anchorings of the mic timeline
 	driftLocked      bool    // the clock offset has been estimated
-	lockSeen         bool    // the reduction median was restarted at the drift lock
 	fr               *fracReader
 	drift            *driftMeter
 	driftPPM         atomic.Uint64 // math.Float64bits of the applied offset
@@ -384,7 +390,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 			if d, ok := s.est.Delay(); ok {
 				s.delaySamples.Store(int64(d))
 				want := max(0, d-s.cfg.MarginMS*Rate/1000)
-				if want < s.bulk-shrinkTolMS*Rate/1000 || want > s.bulk+growTolMS*Rate/1000 {
+				if beyondTolerance(want, s.bulk) {
 					s.bulk = want
 					s.shifts.Add(1)
 					s.c.Reset()
@@ -432,6 +438,18 @@ func (s *Source) Read(dst []int16) (int, error) {
 		}
 		if s.drift != nil {
 			if r, ok := s.drift.fit.Ratio(); ok {
+				if !s.driftLocked {
+					// The clock offset is found: the reduction measured so
+					// far is the drifting path's, mostly while the
+					// canceller converged (first reply), and on the
+					// compensated path it may not give it yet (measured at
+					// +200 ppm: 25-33 dB against a 43 dB threshold, a false
+					// barge-in in the first reply of every start). The
+					// adaptive threshold restarts from the fixed one and
+					// rises (at most 10 dB/s) as the canceller shows its
+					// reduction.
+					s.erle.v = min(s.erle.v, s.cfg.DoubleTalkDB+s.cfg.GuardMarginDB)
+				}
 				s.ratio, s.driftLocked = r, true
 				s.driftPPM.Store(math.Float64bits((r - 1) * 1e6))
 			}
@@ -462,18 +480,6 @@ func (s *Source) Read(dst []int16) (int, error) {
 	// median little (and downwards: more guarding, not less), and a
 	// suppressor's digital silence does not drag it up as it would a mean.
 	farNow := eFar > farActive*farActive*float64(n)
-	if s.driftLocked && !s.lockSeen {
-		// The clock offset was just found: the reduction measured so far
-		// is the drifting path's, mostly while the canceller converged
-		// (first reply), and the canceller on the compensated path may
-		// not give it yet (measured at +200 ppm: 25-33 dB against a 43 dB
-		// threshold, a false barge-in in the first reply of every
-		// start). The threshold restarts from the fixed one and rises
-		// (at most 10 dB/s) as the canceller shows its reduction on the
-		// compensated path.
-		s.lockSeen = true
-		s.erle.v = min(s.erle.v, s.cfg.DoubleTalkDB+s.cfg.GuardMarginDB)
-	}
 	if farNow && s.echoReads >= convergedReads {
 		s.erle.push(reductionDB(eMic, eOut))
 	}

@@ -496,7 +496,7 @@ func TestDualLinearFarEndFollowsTheLead(t *testing.T) {
 		d.Process(out, far, far)
 	}
 	for k, f := range lin.far {
-		if want := max(0, k); int(f[0]) != want {
+		if want := k; int(f[0]) != want {
 			t.Errorf("fixed delay 18 ms, frame %d: the linear filter's far end is frame %d's, want %d's (10 ms later)", k, f[0], want)
 		}
 	}
