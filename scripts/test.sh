@@ -29,10 +29,13 @@ fi
 # echo path costs ~15x more CPU under -race than real time allows on 2
 # cores) and the PulseAudio audio-quality tests (NCC, clicks, interrupt to
 # silence; in hw/portaudio the tone level, flush and device timing). They
-# skip themselves under -race.
+# skip themselves under -race. -p 1: the two packages run one after the
+# other, so neither's real-time audio competes with the other's simulated
+# room for the 2 cores (CI once saw a device underflow in hw/portaudio's
+# start-up test while cmd/robot-agent's end-to-end tests ran beside it).
 echo "== real-time end-to-end and PulseAudio tests without -race, tags '${TAGS}'"
 if [ -x scripts/with-pulse.sh ]; then
-  scripts/with-pulse.sh go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd|TestReal' ./cmd/robot-agent/ ./hw/portaudio/
+  scripts/with-pulse.sh go test -p 1 -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd|TestReal' ./cmd/robot-agent/ ./hw/portaudio/
 else
-  go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd|TestReal' ./cmd/robot-agent/ ./hw/portaudio/
+  go test -p 1 -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd|TestReal' ./cmd/robot-agent/ ./hw/portaudio/
 fi

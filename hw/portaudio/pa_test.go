@@ -450,12 +450,19 @@ func TestRealHotPlug(t *testing.T) {
 }
 
 // Opening a Sink primes the device with the lead of silence, so start-up
-// causes no underrun in the ring nor in the device, even when the first
-// Write comes a little late.
+// causes no underrun in the ring, even when the first Write comes a little
+// late. The callback always returns at once with a full buffer, so a
+// device underflow (PortAudio's flag) means the host ran the callback or
+// the sound server late: on a loaded 2-core CI machine that happens to one
+// open in many, while a device set up with too little latency underflows
+// on every open. So ring underruns fail the test on any open, device
+// underflows when more than one of the five opens shows them.
 func TestRealStartupNoUnderrun(t *testing.T) {
 	skipUnderRace(t)
 	h, _, _ := openTestHost(t, HostConfig{})
-	for i := range 3 {
+	const opens = 5
+	late := 0
+	for i := range opens {
 		sink, err := h.NewSink(SinkConfig{})
 		if err != nil {
 			t.Fatal(err)
@@ -468,10 +475,18 @@ func TestRealStartupNoUnderrun(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if s := c.ring.stats(); s.underrunCallbacks != 0 || s.xruns != 0 {
-			t.Errorf("open %d: %d ring underruns and %d device underflows in the first 0.5 s, want none", i, s.underrunCallbacks, s.xruns)
+		s := c.ring.stats()
+		if s.underrunCallbacks != 0 {
+			t.Errorf("open %d: %d ring underruns in the first 0.5 s, want none", i, s.underrunCallbacks)
+		}
+		if s.xruns != 0 {
+			late++
+			t.Logf("open %d: %d device underflows in the first 0.5 s (the host was late)", i, s.xruns)
 		}
 		sink.Close()
+	}
+	if late > 1 {
+		t.Errorf("%d of %d opens had device underflows in the first 0.5 s, want at most 1", late, opens)
 	}
 }
 
