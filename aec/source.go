@@ -238,6 +238,7 @@ type Source struct {
 	// reads it called echo that the other tests let through.
 	satHold        int
 	saturatedReads atomic.Int64
+	echoClips      atomic.Int64
 }
 
 // capturedEnder is an optional capability of a source: the clock.Mono time
@@ -382,6 +383,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	}
 	var eMic, eOut, eFar, eLin float64
 	clippedEnd := -1 // end of the last mic frame of this read that clipped
+	clipped := 0     // mic frames of this read that clipped
 	for off := 0; off+FrameSamples <= n; off += FrameSamples {
 		near := dst[off : off+FrameSamples]
 		if s.est != nil {
@@ -420,6 +422,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		}
 		if saturated(near) {
 			clippedEnd = off + FrameSamples
+			clipped++
 		}
 		eMic += energy(near)
 		eFar += energy(s.far)
@@ -580,6 +583,11 @@ func (s *Source) Read(dst []int16) (int, error) {
 	if clippedEnd >= 0 {
 		// The hold runs from the end of the last clipped frame.
 		s.satHold = saturatedHoldMS*Rate/1000 + n - clippedEnd + n
+		if s.farHang > 0 && s.erl > 0 && eMic < 4*s.erl*s.farPeak*float64(n) {
+			// The robot's own echo clipped the mic (the level test
+			// below): counted for whoever lowers the robot's voice.
+			s.echoClips.Add(int64(clipped))
+		}
 	}
 	if s.satHold > 0 {
 		// The mic clipped: a saturated capture is an echo the canceller
@@ -884,6 +892,13 @@ func saturated(f []int16) bool {
 // Saturated counts reads the mic's clipping made count as echo that the
 // other tests would have let through as the user. Any goroutine.
 func (s *Source) Saturated() int64 { return s.saturatedReads.Load() }
+
+// EchoClips counts mic frames that clipped while the far end played and
+// whose level the learned echo path explains (within 6 dB of the far end's
+// recent peak through it): the robot's own voice overdrove the mic, which
+// no canceller can undo (package clipguard lowers the voice on it). A user
+// who clips the mic well above the echo is not counted. Any goroutine.
+func (s *Source) EchoClips() int64 { return s.echoClips.Load() }
 
 // stepQuantile tracks a running q-quantile in dB by fixed steps: it
 // starts at the first value, then moves up by 2q·step on a value above it

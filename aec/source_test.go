@@ -295,7 +295,7 @@ func (r *guardRig) read(far []int16, gainDB float64) {
 	r.s.Read(r.frame)
 }
 
-// The saturation guard: a mic read that clipped while the robot speaks
+// The saturation guard (and EchoClips): a mic read that clipped while the robot speaks
 // loud enough at the mic to clip it is an echo the canceller cannot model,
 // so what it leaves of it counts as echo for saturatedHoldMS; after that
 // the user passes again. A user who clips the mic over a quieter echo, and
@@ -320,6 +320,11 @@ func TestSaturatedMicIsEcho(t *testing.T) {
 		if s.EchoDominated() != loud || s.Saturated() != map[bool]int64{true: 1, false: 0}[loud] {
 			t.Fatalf("loud echo %v: clipped read with the robot speaking: echo-dominated %v, saturated reads %d; want %v", loud, s.EchoDominated(), s.Saturated(), loud)
 		}
+		// Both 10 ms frames of the read clipped: the robot's own echo when
+		// it is loud, the user over a quiet one otherwise.
+		if want := map[bool]int64{true: 2, false: 0}[loud]; s.EchoClips() != want {
+			t.Fatalf("loud echo %v: echo clips %d, want %d", loud, s.EchoClips(), want)
+		}
 		if !loud {
 			continue // the user over a quiet echo, heard at once
 		}
@@ -338,13 +343,13 @@ func TestSaturatedMicIsEcho(t *testing.T) {
 		for range 100 { // the robot falls silent, its echo dies away
 			read(silent, -5)
 		}
-		held := s.Saturated()
+		held, clips := s.Saturated(), s.EchoClips()
 		mic.amp, mic.clip = 20000, true // the user shouting into a clipping mic
 		for range 10 {
 			read(silent, -5)
 		}
-		if s.EchoDominated() || s.Saturated() != held {
-			t.Errorf("robot silent: echo-dominated %v, saturated reads %d more; want false, none", s.EchoDominated(), s.Saturated()-held)
+		if s.EchoDominated() || s.Saturated() != held || s.EchoClips() != clips {
+			t.Errorf("robot silent: echo-dominated %v, saturated reads %d more, echo clips %d more; want false, none, none", s.EchoDominated(), s.Saturated()-held, s.EchoClips()-clips)
 		}
 	}
 }

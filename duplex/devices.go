@@ -55,7 +55,8 @@ type benchSource struct {
 	clk        *clock.Fake
 	t0         time.Duration
 	path, echo *room.Path
-	tap        *aec.Tap
+	out        hw.AudioSink // what the chain writes the far end to: dev, or a clip guard over it
+	dev        *deviceOut
 	far        []int16
 	farStarts  []int // reply starts, speaker samples at 16 kHz
 	replyLen   int
@@ -103,11 +104,12 @@ func (b *benchSource) Read(dst []int16) (int, error) {
 	blk := b.farBuf[:n]
 	b.farBlock(blk, b.spk)
 	c1 := threadCPU()
-	b.tap.Write(blk) // chain: the reference
+	b.out.Write(blk) // chain: the clip guard if any, the reference
 	c2 := threadCPU()
+	played := b.dev.last // what reached the device
 	spk16 := b.spk*NearRate/FarRate + b.lead
-	b.path.Play(spk16, blk, FarRate)
-	b.echo.Play(spk16, blk, FarRate)
+	b.path.Play(spk16, played, FarRate)
+	b.echo.Play(spk16, played, FarRate)
 	b.spk += int64(n)
 	copy(dst, b.near[at:at+micFrame])
 	idx := int64(at)
@@ -120,6 +122,18 @@ func (b *benchSource) Read(dst []int16) (int, error) {
 	b.clk.Advance(b.t0 + time.Duration(float64(b.pos)*b.ratio*float64(time.Second)/NearRate) - b.clk.Mono()) // 20 ms without SpeakerClock
 	b.simCPU += (c1 - c0) + (threadCPU() - c2)
 	return len(dst), nil
+}
+
+// deviceOut is the bench's speaker below the reference tap: it keeps the
+// block last written for the room to play.
+type deviceOut struct {
+	*aec.Tap
+	last []int16
+}
+
+func (d *deviceOut) Write(p []int16) error {
+	d.last = p
+	return d.Tap.Write(p)
 }
 
 // teeSource keeps what the canceller produced.

@@ -25,6 +25,7 @@ import (
 
 	"github.com/robot-agent/robot-agent/aec"
 	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/clipguard"
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/room"
@@ -77,6 +78,9 @@ type Scenario struct {
 	// 80 ms after it is written (see benchSource); needed for negative
 	// Room.DriftPPM beyond a minute or two.
 	SpeakerClock bool
+	// ClipGuard, if non-nil, lowers the robot's voice while its echo
+	// clips the mic, as the agent does (package clipguard); nil: off.
+	ClipGuard *clipguard.Config
 	// Seed for the barge-in positions.
 	Seed uint64
 	// Uplink, if non-nil, receives the uplink audio (16 kHz mono): every
@@ -119,6 +123,8 @@ type Result struct {
 	DriftPPM        float64       // clock offset compensated at the end (aec.Source.DriftPPM)
 	GuardDB         float64       // the onset guard's double-talk threshold at the end
 	ChainDelay      time.Duration // near end's delay through the chain (from the double-talk correlation)
+	EchoClips       int64         // mic frames the robot's echo clipped (aec.Source.EchoClips)
+	ClipBackoffDB   float64       // how far the clip guard lowered the voice at the end (0: off or never)
 }
 
 // OnsetPercentile returns the p-th percentile (0..100) of onset delays, or
@@ -274,8 +280,18 @@ func Run(s Scenario) (Result, error) {
 		spk.lat = speakerLatency
 		src.lead = int64((speakerLatency - frameMS*time.Millisecond) * NearRate / time.Second)
 	}
-	src.tap = aec.NewTap(spk, ref, clk)
+	src.dev = &deviceOut{Tap: aec.NewTap(spk, ref, clk)}
+	src.out = src.dev
 	asrc := aec.NewSource(src, ref, canc, clk, s.Align)
+	var guard *clipguard.Sink
+	if s.ClipGuard != nil {
+		// Above the tap, as in the agent: the room plays what the
+		// reference holds.
+		if guard, err = clipguard.New(src.dev, asrc, *s.ClipGuard, clk, nil, nil); err != nil {
+			return Result{}, err
+		}
+		src.out = guard
+	}
 	proc := &teeSource{AudioSource: asrc, out: make([]int16, total), dec: make([]int16, total), ds: asrc, guard: make([]bool, total/micFrame+1), guardOf: asrc}
 	sink := &benchSink{clk: clk, t0: clk.Mono(), uplink: make([]int16, total), scale: 1 / src.ratio}
 	cc := s.Capture
@@ -298,7 +314,10 @@ func Run(s Scenario) (Result, error) {
 		return Result{}, err
 	}
 
-	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB(), DriftPPM: asrc.DriftPPM()}
+	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB(), DriftPPM: asrc.DriftPPM(), EchoClips: asrc.EchoClips()}
+	if guard != nil {
+		res.ClipBackoffDB = guard.BackoffDB()
+	}
 	if pump.Config().Mode != capture.ModeVAD {
 		res.VAD = "none (continuous)"
 	}

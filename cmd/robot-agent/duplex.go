@@ -10,6 +10,7 @@ import (
 
 	"github.com/robot-agent/robot-agent/aec"
 	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/clipguard"
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/duck"
@@ -41,6 +42,10 @@ import (
 //	    hold_ms: 1500         # restored after this unless the gateway interrupts
 //	    attack_ms: 10
 //	    release_ms: 200
+//	  clip_guard:             # the robot's echo clips the mic: lower its voice in 3 dB steps (full duplex only; docs/audio.md)
+//	    enabled: true
+//	    max_db: 12            # at most this far
+//	    recover_min: 10       # a step back up after this many minutes of playback without a clipped echo (0: never)
 //	  sim_echo: moderate      # --sim only: echo path between the simulated speaker and mic (moderate | none)
 //	  sim_room: {}            # --sim only: room.Config fields overriding the moderate room
 const duplexSection = "duplex"
@@ -61,6 +66,7 @@ type duplexConfig struct {
 	MaxDelayMS       int         `yaml:"max_delay_ms"`
 	TailMS           int         `yaml:"tail_ms"`
 	Duck             duckConfig  `yaml:"duck"`
+	ClipGuard        clipConfig  `yaml:"clip_guard"`
 	SimEcho          string      `yaml:"sim_echo"`
 	SimRoom          room.Config `yaml:"sim_room"`
 }
@@ -74,6 +80,26 @@ type duckConfig struct {
 	AttackMS  int     `yaml:"attack_ms"`
 	ReleaseMS int     `yaml:"release_ms"`
 }
+
+// clipConfig is duplex.clip_guard: the robot's voice is lowered while its
+// echo clips the mic (package clipguard).
+type clipConfig struct {
+	Enabled    bool    `yaml:"enabled"`
+	MaxDB      float64 `yaml:"max_db"`
+	RecoverMin int     `yaml:"recover_min"`
+}
+
+func (c clipConfig) config() clipguard.Config {
+	cfg := clipguard.Config{MaxDB: c.MaxDB, Recover: time.Duration(c.RecoverMin) * time.Minute}
+	if c.RecoverMin == 0 {
+		cfg.Recover = -1
+	}
+	return cfg
+}
+
+// defaultClipGuardEnabled is the measured default (docs/benchmarks.md, "A
+// speaker that clips the mic").
+const defaultClipGuardEnabled = true
 
 // defaultDuckEnabled is the measured default (docs/benchmarks.md, "Local
 // ducking").
@@ -90,7 +116,8 @@ func defaultDuplex() duplexConfig {
 		Uplink:     aecAuto,
 		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate(),
 		Duck: duckConfig{Enabled: defaultDuckEnabled, DepthDB: duck.DefaultDepthDB, HoldMS: int(duck.DefaultHold / time.Millisecond),
-			AttackMS: int(duck.DefaultAttack / time.Millisecond), ReleaseMS: int(duck.DefaultRelease / time.Millisecond)}}
+			AttackMS: int(duck.DefaultAttack / time.Millisecond), ReleaseMS: int(duck.DefaultRelease / time.Millisecond)},
+		ClipGuard: clipConfig{Enabled: defaultClipGuardEnabled, MaxDB: clipguard.DefaultMaxDB, RecoverMin: int(clipguard.DefaultRecover / time.Minute)}}
 }
 
 // loadDuplex reads the duplex section over the defaults and
@@ -154,6 +181,12 @@ func (c duplexConfig) validate() error {
 	}
 	if d.ReleaseMS < 1 || d.ReleaseMS > 5000 {
 		errs.Add(p+"duck.release_ms", d.ReleaseMS, "want 1..5000", "")
+	}
+	if g := c.ClipGuard; g.MaxDB <= 0 || g.MaxDB > 30 {
+		errs.Add(p+"clip_guard.max_db", g.MaxDB, "want more than 0, at most 30", "to turn the clip guard off set clip_guard.enabled: false")
+	}
+	if g := c.ClipGuard; g.RecoverMin < 0 || g.RecoverMin > 1440 {
+		errs.Add(p+"clip_guard.recover_min", g.RecoverMin, "want 0..1440", "0: never")
 	}
 	if c.SimEcho != "moderate" && c.SimEcho != "none" {
 		errs.Add(p+"sim_echo", c.SimEcho, "want moderate or none", "")
@@ -267,6 +300,16 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	a.aecRef, a.aecSrc = ref, src
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
 		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB, "noise_guard_db", d.NoiseGuardDB, "linear_guard_db", d.LinearGuardDB, "tail_ms", d.TailMS, "uplink", up)
+	if d.ClipGuard.Enabled {
+		// Above the tap, like the duck: the reference is what the device
+		// plays, lowered or not.
+		g, err := clipguard.New(a.speaker, src, d.ClipGuard.config(), a.clk, a.reg, a.log)
+		if err != nil {
+			return nil, &field.Error{Path: duplexSection + ".clip_guard", Problem: err.Error()}
+		}
+		a.speaker = g
+		a.log.Info("duplex: clip guard on (the robot's voice is lowered while its echo clips the mic)", "max_db", d.ClipGuard.MaxDB, "recover_min", d.ClipGuard.RecoverMin)
+	}
 	if d.Duck.Enabled {
 		// Above the tap: the reference is exactly what the device plays,
 		// ducked or not.

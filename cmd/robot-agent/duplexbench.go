@@ -15,6 +15,7 @@ import (
 
 	"github.com/robot-agent/robot-agent/aec"
 	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/clipguard"
 	"github.com/robot-agent/robot-agent/codec/wav"
 	"github.com/robot-agent/robot-agent/duplex"
 	"github.com/robot-agent/robot-agent/room"
@@ -65,7 +66,7 @@ Flags:
 type duplexFlags struct {
 	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, webrtcDelay, uplink string
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                   int
-	bargeIn, vadCompare, ns, driftComp, speakerClock                                                                  bool
+	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard                                                       bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs                                                                    string
 	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup                                                            int
 	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient                                                          float64
@@ -147,6 +148,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.driftComp, "drift-comp", aec.DefaultDriftCompensation, "estimate the speaker/mic clock offset from the echo and resample the far end to the mic's clock")
 	fs.StringVar(&f.uplink, "uplink", "auto", "what goes up: canceller, linear, linear-gated (a speex linear filter beside the canceller), auto = the agent's default for each canceller")
 	fs.BoolVar(&f.speakerClock, "speaker-clock", false, "the agent's clock is the speaker's (the far end is written at the speaker's pace, 80 ms ahead) rather than the mic's; on unless set for a negative --drift-ppm (a slower mic: on its clock the echo overtakes the far end written within a minute or two)")
+	fs.BoolVar(&f.clipGuard, "clip-guard", defaultClipGuardEnabled, "lower the robot's voice while its echo clips the mic, in 3 dB steps (the agent's duplex.clip_guard; its defaults)")
 	fs.BoolVar(&f.ns, "ns", false, "turn on the canceller library's noise suppressor")
 	fs.StringVar(&f.suppression, "suppression", aec.DefaultSuppression, "webrtc residual echo suppression: low, moderate, high")
 	fs.IntVar(&f.tailMS, "tail-ms", 0, "speex filter length in ms, the speex canceller's or the linear filter's beside webrtc (0: their defaults, 128 and 256; the agent's duplex.tail_ms)")
@@ -251,12 +253,16 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "aec\tERLE 0-2s\tERLE >2s\tguard ERLE\tnear corr (DT)\tVAD P/R\tonset p50/p95\tclipped\tfalse barge-ins\tbarge-in <=300ms\tdelay est (shifts)\tdrift comp\tguard\tchain delay\tCPU/core")
 	code := 0
+	var notes []string
 	for _, k := range kinds {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
 			AEC:     k.opts,
 			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg},
 			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
+		if f.clipGuard {
+			sc.ClipGuard = &clipguard.Config{}
+		}
 		if f.out != "" {
 			path := f.out
 			if len(kinds) > 1 {
@@ -279,8 +285,15 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			num(r.Precision), num(r.Recall), onsets(r), r.Clipped, r.Phrases, falseCol(r),
 			fmt.Sprintf("%d/%d", r.BargeInsIn300ms, r.Phrases), r.DelayEstimate.Round(time.Millisecond), r.DelayShifts, driftCol(k.dc, r.DriftPPM), r.GuardDB, r.ChainDelay,
 			100*r.CPUPerSecond.Seconds())
+		if r.EchoClips > 0 {
+			notes = append(notes, fmt.Sprintf("%s: the robot's echo clipped the mic in %d frames of 10 ms; %s", k.name, r.EchoClips,
+				map[bool]string{true: fmt.Sprintf("the clip guard lowered its voice by %.0f dB", r.ClipBackoffDB), false: "no clip guard (--clip-guard=false)"}[f.clipGuard]))
+		}
 	}
 	tw.Flush()
+	for _, n := range notes {
+		fmt.Fprintln(stdout, n)
+	}
 	return code
 }
 

@@ -102,12 +102,13 @@ func TestDuplexBenchNegativeDriftOnTheSpeakersClock(t *testing.T) {
 func TestDuplexConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "c.yaml")
-	os.WriteFile(bad, []byte("duplex:\n  aec: magic\n  double_talk_db: 99\n  noise_guard_db: -3\n  linear_guard_db: 41\n  tail_ms: 1001\n  uplink: magic\n  duck:\n    hold_ms: 5\n  sim_room:\n    delay_ms: 9999\n"), 0o644)
+	os.WriteFile(bad, []byte("duplex:\n  aec: magic\n  double_talk_db: 99\n  noise_guard_db: -3\n  linear_guard_db: 41\n  tail_ms: 1001\n  uplink: magic\n  duck:\n    hold_ms: 5\n  clip_guard:\n    max_db: 40\n    recover_min: -1\n  sim_room:\n    delay_ms: 9999\n"), 0o644)
 	code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", bad)
 	// Every problem at once, in the yaml.path: value: problem form.
 	for _, want := range []string{`duplex.aec: "magic": want auto, none, webrtc, speex`, "duplex.double_talk_db: 99: want 0..60",
 		"duplex.noise_guard_db: -3: want 0..40", "duplex.linear_guard_db: 41: want 0..40", "duplex.tail_ms: 1001: want 0..1000", `duplex.uplink: "magic": want auto, canceller, linear or linear-gated`,
-		"duplex.duck.hold_ms: 5: want 50..30000", "duplex.sim_room.delay_ms: 9999: out of range"} {
+		"duplex.duck.hold_ms: 5: want 50..30000", "duplex.clip_guard.max_db: 40: want more than 0, at most 30", "duplex.clip_guard.recover_min: -1: want 0..1440",
+		"duplex.sim_room.delay_ms: 9999: out of range"} {
 		if code != 2 || !strings.Contains(errs, want) {
 			t.Errorf("exit %d, stderr %q: want %q", code, errs, want)
 		}
