@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -65,14 +66,25 @@ func TestEndToEndClipGuard(t *testing.T) {
 				t.Errorf("clip guard off: %d steps down, logged %v, %d clipped echo frames; want none, false, at least 3 (the room clips the mic)", down, logged, clips)
 			}
 			e.stop(t)
+			var sum strings.Builder
+			e.a.writeSummary(&sum)
+			if strings.Contains(sum.String(), "echo clipped the mic") {
+				t.Errorf("clip guard off: the summary reports it:\n%s", sum.String())
+			}
 			continue
 		}
 		if down < 1 || backoff < 3 || !logged {
 			t.Errorf("clip guard on: %d steps down to -%d dB, logged %v; want at least one step of 3 dB, logged; timeline:\n%s", down, backoff, logged, e.timeline())
 		}
-		if c := e.reg.Value(clipguard.MetricClips); c < 3 || c > clips {
+		c := e.reg.Value(clipguard.MetricClips)
+		if c < 3 || c > clips {
 			t.Errorf("%s = %d, want at least the 3 that make a step and at most the %d the canceller counted", clipguard.MetricClips, c, clips)
 		}
 		e.stop(t)
+		var sum strings.Builder
+		e.a.writeSummary(&sum)
+		if want := fmt.Sprintf("the robot's echo clipped the mic in %d frames of 10 ms; its voice was lowered %d time(s), %d dB down at exit", e.reg.Value(clipguard.MetricClips), down, backoff); !strings.Contains(sum.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum.String())
+		}
 	}
 }

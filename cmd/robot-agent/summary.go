@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/capture"
+	"github.com/robot-agent/robot-agent/clipguard"
 	"github.com/robot-agent/robot-agent/metrics"
 )
 
@@ -35,6 +36,10 @@ func (a *agent) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  speaker:   %.1f s played, %d underruns, %d samples concealed, %d stale frames dropped\n",
 		float64(v("robot_agent_playback_played_samples_total"))/24000, v("robot_agent_playback_underruns_total"),
 		v("robot_agent_playback_concealed_samples_total"), v("robot_agent_playback_stale_frames_dropped_total"))
+	if n := v(clipguard.MetricClips); n > 0 {
+		fmt.Fprintf(w, "  speaker:   the robot's echo clipped the mic in %d frames of 10 ms; its voice was lowered %d time(s), %d dB down at exit (duplex.clip_guard: turn the speaker or the mic gain down)\n",
+			n, v(clipguard.MetricDown), v(clipguard.MetricBackoff))
+	}
 	st := a.player.Stats()
 	fmt.Fprintf(w, "  buffer:    peak %.1f s of %.0f s cap (%.1f MiB allocated), %.1f s time-stretched, %d samples lost to overflow in %d response(s)\n",
 		float64(st.Peak)/24000, float64(a.player.CapacitySamples())/24000, float64(st.AllocatedSamples)*2/(1<<20),
