@@ -580,12 +580,15 @@ func (s *Source) Read(dst []int16) (int, error) {
 		echo = true
 		s.guarded.Add(1)
 	}
+	// The learned echo path applied to the far end's recent peak explains
+	// the mic's level (within 6 dB, as the onset guard).
+	explained := s.farHang > 0 && s.erl > 0 && eMic < 4*s.erl*s.farPeak*float64(n)
 	if clippedEnd >= 0 {
 		// The hold runs from the end of the last clipped frame.
 		s.satHold = saturatedHoldMS*Rate/1000 + n - clippedEnd + n
-		if s.farHang > 0 && s.erl > 0 && eMic < 4*s.erl*s.farPeak*float64(n) {
-			// The robot's own echo clipped the mic (the level test
-			// below): counted for whoever lowers the robot's voice.
+		if explained {
+			// The robot's own echo clipped the mic: counted for whoever
+			// lowers the robot's voice.
 			s.echoClips.Add(int64(clipped))
 		}
 	}
@@ -598,7 +601,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		// recent peak explains their level (within 6 dB, as the onset
 		// guard): a user who clips the mic over a quieter echo, or well
 		// above a loud one, is not held.
-		if !echo && s.farHang > 0 && s.erl > 0 && eMic < 4*s.erl*s.farPeak*float64(n) {
+		if !echo && explained {
 			echo = true
 			s.saturatedReads.Add(1)
 		}

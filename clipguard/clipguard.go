@@ -156,13 +156,12 @@ type Sink struct {
 	nTimes    int
 	head      int
 	settle    time.Duration // no step down before this
-	steps     int           // steps down in force
+	steps     atomic.Int64  // steps down in force (written by Write only; BackoffDB reads it)
 	clean     time.Duration // playback since the last clip
 	gain      float32       // applied (ramping)
 	target    float32
 	perSample float32 // ramp step of one StepDB change
 	buf       []int16
-	backoffDB atomic.Int64 // in tenths of a dB, for BackoffDB
 
 	gBackoff          *metrics.Gauge
 	cDown, cUp, cClip *metrics.Counter
@@ -202,7 +201,7 @@ func (s *Sink) Config() Config { return s.cfg }
 
 // BackoffDB is how far the voice is lowered now (the target of the ramp).
 // Any goroutine.
-func (s *Sink) BackoffDB() float64 { return float64(s.backoffDB.Load()) / 10 }
+func (s *Sink) BackoffDB() float64 { return float64(s.steps.Load()) * s.cfg.StepDB }
 
 // Unwrap returns the wrapped sink (capabilities such as hw.Flusher).
 func (s *Sink) Unwrap() hw.AudioSink { return s.AudioSink }
@@ -251,7 +250,7 @@ func (s *Sink) observe(now time.Duration, p []int16) {
 		}
 		// The oldest of the last Clips clips: head, once the ring is full.
 		if s.nTimes == s.cfg.Clips && now-s.times[s.head] <= s.cfg.Window && s.canStepDown() {
-			s.steps++
+			s.steps.Add(1)
 			s.nTimes = 0
 			s.settle = now + s.cfg.Settle
 			s.cDown.Inc()
@@ -261,12 +260,12 @@ func (s *Sink) observe(now time.Duration, p []int16) {
 		}
 		return
 	}
-	if s.steps == 0 || s.cfg.Recover < 0 || !audible(p) {
+	if s.steps.Load() == 0 || s.cfg.Recover < 0 || !audible(p) {
 		return
 	}
 	s.clean += time.Duration(len(p)/s.ch) * time.Second / time.Duration(s.rate)
 	if s.clean >= s.cfg.Recover {
-		s.steps--
+		s.steps.Add(-1)
 		s.clean = 0
 		s.cUp.Inc()
 		s.setTarget()
@@ -276,13 +275,12 @@ func (s *Sink) observe(now time.Duration, p []int16) {
 }
 
 func (s *Sink) canStepDown() bool {
-	return float64(s.steps+1)*s.cfg.StepDB <= s.cfg.MaxDB+1e-9
+	return s.BackoffDB()+s.cfg.StepDB <= s.cfg.MaxDB+1e-9
 }
 
 func (s *Sink) setTarget() {
-	db := float64(s.steps) * s.cfg.StepDB
+	db := s.BackoffDB()
 	s.target = float32(math.Pow(10, -db/20))
-	s.backoffDB.Store(int64(math.Round(db * 10)))
 	s.gBackoff.Set(int64(math.Round(db)))
 }
 
