@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/robot-agent/robot-agent/playback"
 )
 
 func TestParse(t *testing.T) {
@@ -125,18 +123,7 @@ func TestParseOriginDoesNotChangeTheReplay(t *testing.T) {
 		return got
 	}
 	a, b := shifted(3.7), shifted(1733140000000)
-	replay := func(fr []Frame) Result {
-		t.Helper()
-		pl, err := NewPlayerPlayout(playback.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := Replay(fr, pl, Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return r
-	}
+	replay := func(fr []Frame) Result { return replayAdaptive(t, fr) }
 	// Epoch milliseconds printed to 0.001 ms carry float64 rounding of
 	// about 0.2 µs, so compare to the microsecond.
 	near := func(x, y time.Duration) bool { return (x - y).Abs() < time.Microsecond }

@@ -16,9 +16,15 @@ import (
 // operation to look at) and plays from the stage. Once per Fill it updates
 // a smoothed buffer level (ring + stage) and compares it with
 //
-//	target = clamp(quantile + chunk/2, MinDelayMS, MaxDelayMS)
+//	target = clamp(quantile + chunk/2, MinDelayMS, MaxDelayMS + chunk/2)
 //
 // (chunk is the typical pushed chunk: the level saw-tooths by one chunk).
+// For chunks larger than 20 ms the control does not chase that saw: the
+// smoothing's time constant is two chunks (100 ms at least), the
+// hysteresis around the target an eighth of a chunk (5 ms at least), a
+// resume counts the chunk that just arrived at half its length, and the
+// buffer is starving 10 ms (not a whole chunk) below target - chunk/2. A
+// gateway that sends 20 ms frames sees none of this.
 // The quantile is not fixed: a concealment budget controller (budget) moves
 // the tail the target leaves uncovered (jitter.Manager.SetTailScale) until
 // the concealed share of the output settles at ConcealBudget; one underrun
@@ -41,7 +47,12 @@ import (
 // streaming ahead, or the catch-up burst after a stall: the excess there
 // is not delay the user hears), nor stretch at all once the response's
 // audio has all arrived, nor accelerate when the buffer holds more than
-// 2*MaxDelayMS (that is a reply streamed ahead, not jitter). An underrun
+// 2*MaxDelayMS (that is a reply streamed ahead, not jitter) unless the
+// response's own underruns put it that far behind: the player counts the
+// delay it added to the response (concealed and inserted samples, less the
+// removed ones; late) and a buffer above 2*MaxDelayMS is caught up while
+// that count is above the target (a network outage of seconds: its
+// backlog is delay the user hears, audio streamed ahead is not). An underrun
 // is concealed by a fade to silence; playback resumes as soon as
 // min(target, PrebufferMS) is buffered again (10 ms after an underrun),
 // and the delay the underrun added is then taken out by accelerating.
@@ -64,6 +75,7 @@ type adaptive struct {
 	episode       int64   // samples concealed in the current underrun episode
 	debt          float64 // concealed samples of outages not yet counted by the budget controller
 	seen          int64   // output samples the budget controller has seen (its gain decays with them)
+	late          int64   // delay this response's underruns and insertions added, not yet removed (samples)
 	minD          int64
 	maxD          int64
 	fromStage     bool // an interrupt fade takes its samples from the stage
@@ -119,6 +131,7 @@ func (p *Player) budget() {
 	// debtShare times the budget's rate (while owing, the tail does not
 	// widen), so the total concealed share still ends near the budget
 	// without a jump in the delay.
+	a.late += p.fillConc // only an underrun of the current response conceals
 	conc := float64(p.fillConc)
 	if p.underrun || p.fading {
 		now := max(0, min(p.fillConc, budgetEpisode-a.episode))
@@ -222,10 +235,14 @@ func (p *Player) fillAdaptive(dst []int16) {
 	a := &p.ad
 	// Control: smoothed level against the target, once per Fill.
 	lvl := float64(p.depth.Load() + int64(a.len()))
-	alpha := min(1, float64(len(dst))/2400) // ~100 ms time constant
+	// ~100 ms time constant, or two chunks when the gateway sends larger
+	// ones: the level saw-tooths by a chunk, and the smoothed level must
+	// not follow the saw.
+	chunk := p.chunkEMA.Load()
+	alpha := min(1, float64(len(dst))/float64(max(2400, 2*chunk)))
 	a.level += (lvl - a.level) * alpha
-	t := p.dm.TargetSamples() + p.chunkEMA.Load()/2 + targetMargin
-	a.target = min(max(t, a.minD), a.maxD)
+	t := p.dm.TargetSamples() + chunk/2 + targetMargin
+	a.target = min(max(t, a.minD), a.maxD+chunk/2)
 	p.m.target.Set(a.target)
 
 	for i := 0; i < len(dst); {
@@ -247,14 +264,17 @@ func (p *Player) fillAdaptive(dst []int16) {
 				continue
 			}
 			p.begin(s.Resp)
-			a.level = 0
+			a.level, a.late = 0, 0
 		case stPrebuffer:
 			if !p.readyAdaptive() {
 				i += p.silence(dst[i:])
 				continue
 			}
 			p.state = stPlaying
-			a.level = float64(p.depth.Load() - p.fillTaken + int64(a.len()))
+			// The smoothed level starts at what is buffered; a chunk larger
+			// than 20 ms that just arrived is counted at its mean over the
+			// saw (half of it), not whole.
+			a.level = float64(p.depth.Load() - p.fillTaken + int64(a.len()) - max(0, chunk/2-10*samplesPerMS))
 			switch {
 			case p.underrun:
 				p.underrun = false
@@ -351,21 +371,28 @@ func (p *Player) maybeStretch(ended bool) (more bool) {
 		if k > 0 && !quiet {
 			return false
 		}
-		low := a.target - p.chunkEMA.Load() // starving below this
+		// Starving below low: the buffer holds less than the jitter
+		// quantile by half a chunk (at most 10 ms) just before the next
+		// chunk is due. Chunks larger than 40 ms widen the hysteresis to
+		// an eighth of a chunk: what is left of the saw in the smoothed
+		// level is not a level error.
+		chunk := p.chunkEMA.Load()
+		low := a.target - chunk/2 - min(chunk/2, 10*samplesPerMS)
+		hyst := max(stretchHyst, chunk/8)
 		var accel bool
 		spacing := a.spacing
 		switch {
-		case lvl > a.target+stretchHyst && inst >= low && lvl < 2*a.maxD && p.dm.Ahead() < 100*time.Millisecond:
+		case lvl > a.target+hyst && inst >= low && (lvl < 2*a.maxD || a.late > a.target+catchUpExcess) && p.dm.Ahead() < 100*time.Millisecond:
 			// The further above target, the faster the catch-up: StretchPct
 			// at the hysteresis edge rising linearly to CatchUpPct at
 			// catchUpExcess.
 			accel = true
-			f := min(1, float64(lvl-a.target-stretchHyst)/catchUpExcess)
+			f := min(1, float64(lvl-a.target-hyst)/catchUpExcess)
 			spacing = int64(float64(a.spacing) + f*float64(a.fastSpacing-a.spacing))
 		case low > 0 && inst < low:
 			f := min(1, float64(low-inst)/float64(low))
 			spacing = int64(float64(a.spacing) + f*float64(a.expandSpacing-a.spacing))
-		case lvl+stretchHyst < a.target:
+		case lvl+hyst < a.target:
 		default:
 			return false
 		}
@@ -383,6 +410,7 @@ func (p *Player) maybeStretch(ended bool) (more bool) {
 			a.wr -= L
 			a.addCredit(int64(L), a.rd+L)
 			a.level -= float64(L)
+			a.late = max(0, a.late-int64(L))
 			p.stretchedTotal.Add(int64(L))
 			p.m.accelerated.Add(int64(L))
 			a.lastOp = int64(L)
@@ -397,6 +425,7 @@ func (p *Player) maybeStretch(ended bool) (more bool) {
 			a.wr = a.rd + len(x)
 			a.addCredit(-int64(L), a.rd+3*L)
 			a.level += float64(L)
+			a.late += int64(L)
 			p.stretchedTotal.Add(int64(L))
 			p.m.decelerated.Add(int64(L))
 			a.lastOp = int64(L)
