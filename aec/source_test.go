@@ -758,6 +758,49 @@ func TestLinearGuardFindsWhatTheSuppressorHides(t *testing.T) {
 	}
 }
 
+// A loudspeaker that distorts: the linear filter removes only 14 dB of its
+// echo, and the canceller's suppressor swings between digital silence
+// (most reads: its median reduction is the 60 dB of silence, the adaptive
+// threshold 50 dB) and partial suppression. For the start of an
+// utterance a read the canceller reduced by more than the linear filter's
+// typical 14 dB plus linearTrustDB is echo (before: every read under 50 dB
+// was the user, a false barge-in at the start of most replies in a silent
+// room). A user over the echo, which the canceller reduces by 12 dB, still
+// is the user; in a room the linear filter models (40 dB) the cap does not
+// bind and the same 35 dB read stays the user, as before.
+func TestDistortedEchoDoesNotStartAnUtterance(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		linDB, readDB     float64 // the linear filter's typical reduction; the read's canceller reduction
+		readLinDB         float64
+		wantEchoDominated bool
+	}{
+		{"distorting, partly suppressed echo", -14, -35, -13, true},
+		{"distorting, the user", -14, -12, -8, false},
+		{"linear room, partly suppressed read", -40, -35, -38, false},
+	} {
+		r := newDualRig(10)
+		for range 100 { // a quiet room
+			r.read(r.silent, 30, 0, 0)
+		}
+		for i := range 400 { // the robot speaks: mostly silence out of the suppressor
+			mainDB := -200.0
+			if i%4 == 3 {
+				mainDB = -45
+			}
+			r.read(r.blk, 10000, mainDB, tc.linDB)
+		}
+		if g := r.s.GuardDB(); g < 45 {
+			t.Fatalf("%s: adaptive threshold %.1f dB, want the silence's median less the margin", tc.name, g)
+		}
+		r.read(r.blk, 10000, tc.readDB, tc.readLinDB)
+		if got := r.s.EchoDominated(); got != tc.wantEchoDominated {
+			t.Errorf("%s: a read %.0f dB under the mic (linear %.0f dB): echo-dominated %v, want %v (threshold %.1f dB)",
+				tc.name, -tc.readDB, -tc.readLinDB, got, tc.wantEchoDominated, r.s.GuardDB())
+		}
+	}
+}
+
 // In the reply's pauses the linear filter leaves more of the echo than
 // its typical reduction while the far end plays (the late reverberation):
 // once it has seen 2 s of pauses, the linear guard's residual there is
