@@ -523,7 +523,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	// see linearTrustDB. The uplink's choices (the decision frame, the
 	// gate) keep echo.
 	startEcho := echo
-	if s.lin != nil && thr > s.dtRatio && s.linRed.n > 0 && s.erl > 0 && (s.drift == nil || s.driftLocked) {
+	if s.lin != nil && thr > s.dtRatio && s.linearReady() {
 		c := max(s.dtRatio, math.Pow(10, (s.linRed.v+linearTrustDB)/10))
 		startEcho = s.farHang > 0 && eMic > min(thr, c)*eOut
 	}
@@ -589,16 +589,16 @@ func (s *Source) Read(dst []int16) (int, error) {
 	}
 	if linUser && s.farHang > 0 && s.echoReads >= convergedReads {
 		startEcho = false // the linear guard's evidence of the user counts for starts too
-	}
-	if linUser && (echo || noiseOnly) && s.farHang > 0 && s.echoReads >= convergedReads {
-		// The main canceller's suppressor hid what its linear filter
-		// left: the user (LinearGuardDB). The guards below still apply.
-		echo, noiseOnly = false, false
-		fr := n / FrameSamples * FrameSamples
-		copy(s.dec[:fr], dst[:fr])
-		eDec = eLin
-		s.linUsed.Add(1)
-		linAudible = false // done
+		if echo || noiseOnly {
+			// The main canceller's suppressor hid what its linear filter
+			// left: the user (LinearGuardDB). The guards below still apply.
+			echo, noiseOnly = false, false
+			fr := n / FrameSamples * FrameSamples
+			copy(s.dec[:fr], dst[:fr])
+			eDec = eLin
+			s.linUsed.Add(1)
+			linAudible = false // done
+		}
 	}
 	// When the far end starts after a pause the cancellers let the first
 	// ~100 ms of echo through; there, a mic level the learned echo path
@@ -660,6 +660,13 @@ func (s *Source) Read(dst []int16) (int, error) {
 	return n, nil
 }
 
+// linearReady reports whether the linear filter's typical reduction is
+// known and meaningful: measured, on a locked drift estimate, with a
+// learned echo path.
+func (s *Source) linearReady() bool {
+	return s.linRed.n > 0 && (s.drift == nil || s.driftLocked) && s.erl > 0
+}
+
 // linearUser updates the running median of the linear filter's reduction
 // (LinearGuardDB) and reports whether this read of n samples holds
 // something the linear filter cannot remove (user): its reduction is more
@@ -677,7 +684,7 @@ func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin f
 	if farNow && s.echoReads >= convergedReads {
 		s.linRed.push(r)
 	}
-	if s.linRed.n == 0 || (s.drift != nil && !s.driftLocked) || s.erl == 0 {
+	if !s.linearReady() {
 		return false, false
 	}
 	// The linear output must also exceed, by the margin, the residual the

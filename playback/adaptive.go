@@ -76,6 +76,8 @@ type adaptive struct {
 	debt          float64 // concealed samples of outages not yet counted by the budget controller
 	seen          int64   // output samples the budget controller has seen (its gain decays with them)
 	late          int64   // delay this response's underruns and insertions added, not yet removed (samples)
+	low           int64   // starving below this instantaneous level (set per Fill, see maybeStretch)
+	hyst          int64   // hysteresis around the target (set per Fill)
 	minD          int64
 	maxD          int64
 	fromStage     bool // an interrupt fade takes its samples from the stage
@@ -243,6 +245,13 @@ func (p *Player) fillAdaptive(dst []int16) {
 	a.level += (lvl - a.level) * alpha
 	t := p.dm.TargetSamples() + chunk/2 + targetMargin
 	a.target = min(max(t, a.minD), a.maxD+chunk/2)
+	// Starving below low: the buffer holds less than the jitter quantile
+	// by half a chunk (at most 10 ms) just before the next chunk is due.
+	// Chunks larger than 40 ms widen the hysteresis to an eighth of a
+	// chunk: what is left of the saw in the smoothed level is not a level
+	// error.
+	a.low = a.target - chunk/2 - min(chunk/2, 10*samplesPerMS)
+	a.hyst = max(stretchHyst, chunk/8)
 	p.m.target.Set(a.target)
 
 	for i := 0; i < len(dst); {
@@ -371,14 +380,7 @@ func (p *Player) maybeStretch(ended bool) (more bool) {
 		if k > 0 && !quiet {
 			return false
 		}
-		// Starving below low: the buffer holds less than the jitter
-		// quantile by half a chunk (at most 10 ms) just before the next
-		// chunk is due. Chunks larger than 40 ms widen the hysteresis to
-		// an eighth of a chunk: what is left of the saw in the smoothed
-		// level is not a level error.
-		chunk := p.chunkEMA.Load()
-		low := a.target - chunk/2 - min(chunk/2, 10*samplesPerMS)
-		hyst := max(stretchHyst, chunk/8)
+		low, hyst := a.low, a.hyst
 		var accel bool
 		spacing := a.spacing
 		switch {
