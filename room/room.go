@@ -173,7 +173,7 @@ func New(c Config) (*Path, error) {
 	}
 	var ir []float64
 	if c.IRWAV != "" {
-		a, err := wav.ReadFile(c.IRWAV)
+		a, err := wav.ReadFileFloat(c.IRWAV)
 		if err != nil {
 			return nil, fmt.Errorf("%w: ir_wav %q: %v", ErrConfig, c.IRWAV, err)
 		}
@@ -266,17 +266,25 @@ func synthIR(c Config) []float64 {
 	return ir
 }
 
-func irFromWAV(a wav.Audio) []float64 {
+// irFromWAV is the impulse response in a: its first channel, at the file's
+// own precision (a float file's level does not matter: New scales the
+// response to EchoGainDB), resampled to Rate with its timing kept, at most
+// maxIRSeconds long.
+func irFromWAV(a wav.FloatAudio) []float64 {
 	ch := max(a.Channels, 1)
-	mono := make([]int16, a.Frames())
+	mono := make([]float32, len(a.Samples)/ch)
 	for i := range mono {
 		mono[i] = a.Samples[i*ch]
 	}
 	if a.SampleRate != Rate {
 		if r, err := resample.New(a.SampleRate, Rate, resample.QualityHigh); err == nil {
-			out := make([]int16, r.OutLen(len(mono)))
-			out = out[:r.Process(out, mono)]
-			mono = out
+			// Flushed with the filter's delay in zeros, and that delay
+			// dropped from the start: the response keeps its timing.
+			d := int(math.Round(r.Delay()))
+			in := append(mono, make([]float32, (d+1)*a.SampleRate/Rate+1)...)
+			out := make([]float32, r.OutLen(len(in)))
+			out = out[:r.ProcessFloat(out, in)]
+			mono = out[min(d, len(out)):min(len(out), d+r.OutLen(len(mono)))]
 		}
 	}
 	n := min(len(mono), int(maxIRSeconds*Rate))

@@ -244,9 +244,9 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
 		return 2
 	}
-	fmt.Fprintf(stdout, "duplex-bench: speech %s; far %.1f s x %d replies, near %.1f s%s; room delay %v ms, echo gain %v dB, RT60 %v s, soft clip %v, drift %v ppm%s; noise %s at SNR %v dB; SER %v dB; VAD %s (%s mode)\n",
+	fmt.Fprintf(stdout, "duplex-bench: speech %s; far %.1f s x %d replies, near %.1f s%s; room delay %v ms, echo gain %v dB, %s, soft clip %v, drift %v ppm%s; noise %s at SNR %v dB; SER %v dB; VAD %s (%s mode)\n",
 		src, float64(len(far))/duplex.FarRate, f.replies, float64(len(near))/duplex.NearRate, map[bool]string{true: " (barge-in every reply)", false: " (not used: far end only)"}[f.bargeIn],
-		f.rc.DelayMS, f.rc.EchoGainDB, f.rc.RT60, f.rc.SoftClip, f.rc.DriftPPM, map[bool]string{true: " (speaker's clock)"}[f.speakerClock], f.noise, f.snr, f.ser, f.vadKind, f.mode)
+		f.rc.DelayMS, f.rc.EchoGainDB, irDescription(f.rc), f.rc.SoftClip, f.rc.DriftPPM, map[bool]string{true: " (speaker's clock)"}[f.speakerClock], f.noise, f.snr, f.ser, f.vadKind, f.mode)
 	if g := duplex.BargeInGapMS(len(far), len(near), f.gapMS); f.bargeIn && g != f.gapMS {
 		fmt.Fprintf(stdout, "duplex-bench: the near end is longer than the last 40 %% of a reply: %.1f s between replies (--gap-ms %d), so each phrase ends before the next reply\n", float64(g)/1000, f.gapMS)
 	}
@@ -446,4 +446,21 @@ func measureEcho(played, recorded string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "echo path: WARNING: low correlation: the speaker is barely heard at the mic, or the path is very non-linear (clipping?)")
 	}
 	return 0
+}
+
+// irDescription names the room's impulse response for the bench's header:
+// the WAV file's, or the synthetic one's RT60 and direct-to-reverberant
+// ratio.
+func irDescription(c room.Config) string {
+	switch {
+	case c.IRWAV != "":
+		return "impulse response " + c.IRWAV
+	case c.RT60 == 0:
+		return "RT60 0 s (direct path only)"
+	}
+	drr := c.DRRDB
+	if drr == 0 {
+		drr = 6 // room.New's default
+	}
+	return fmt.Sprintf("RT60 %v s, DRR %v dB", c.RT60, drr)
 }

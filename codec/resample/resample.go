@@ -227,6 +227,40 @@ func (r *Resampler) Process(dst, src []int16) (nOut int) {
 	return nOut
 }
 
+// ProcessFloat is Process for float32 samples at any scale, without
+// rounding or saturation: the same filter and state, so a Resampler is fed
+// either Process or ProcessFloat, not both. It does not allocate. (Its loop
+// is Process's, not shared: a generic one cost Process 3–4 % in
+// BenchmarkResample24kTo48k.)
+func (r *Resampler) ProcessFloat(dst, src []float32) (nOut int) {
+	if need := r.OutLen(len(src)); len(dst) < need {
+		panic("resample: ProcessFloat: dst shorter than OutLen(len(src))")
+	}
+	if r.l == r.m {
+		return copy(dst, src)
+	}
+	taps, hist, coef := r.taps, r.hist, r.coef
+	pos, phase, wait := r.pos, r.phase, r.wait
+	for _, x := range src {
+		hist[pos] = x
+		hist[pos+taps] = x
+		pos++
+		if pos == taps {
+			pos = 0
+		}
+		wait--
+		for wait == 0 {
+			dst[nOut] = dot(coef[phase*taps:(phase+1)*taps], hist[pos:pos+taps])
+			nOut++
+			phase += r.m
+			wait = phase / r.l
+			phase %= r.l
+		}
+	}
+	r.pos, r.phase, r.wait = pos, phase, wait
+	return nOut
+}
+
 // dot returns the inner product of c and x (len(x) >= len(c)).
 func dot(c, x []float32) float32 {
 	x = x[:len(c)]

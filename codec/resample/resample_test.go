@@ -308,6 +308,39 @@ func TestSaturates(t *testing.T) {
 	}
 }
 
+// ProcessFloat is Process without rounding or saturation: on the same
+// input it gives Process's output before rounding, at any scale.
+func TestProcessFloatMatchesProcess(t *testing.T) {
+	src := make([]int16, 4800)
+	for i := range src {
+		src[i] = int16(20000 * math.Sin(2*math.Pi*float64(i)*0.013) * math.Sin(2*math.Pi*float64(i)*0.0007))
+	}
+	for _, c := range conversions {
+		ri, _ := New(c.in, c.out, QualityHigh)
+		rf, _ := New(c.in, c.out, QualityHigh)
+		y := oneShot(t, ri, src)
+		for _, scale := range []float32{1, 1e-6, 1e3} {
+			rf.Reset()
+			fs := make([]float32, len(src))
+			for i, v := range src {
+				fs[i] = float32(v) * scale
+			}
+			fy := make([]float32, rf.OutLen(len(fs))+8)
+			n := rf.ProcessFloat(fy, fs[:len(fs)/3])
+			n += rf.ProcessFloat(fy[n:], fs[len(fs)/3:]) // in two calls
+			fy = fy[:n]
+			if len(fy) != len(y) {
+				t.Fatalf("%d→%d: %d float samples, %d PCM16", c.in, c.out, len(fy), len(y))
+			}
+			for k := range y {
+				if d := math.Abs(float64(fy[k]/scale) - float64(y[k])); d > 0.5+1e-3*math.Abs(float64(y[k])) {
+					t.Fatalf("%d→%d scale %g: sample %d: %g, PCM16 %d", c.in, c.out, scale, k, fy[k]/scale, y[k])
+				}
+			}
+		}
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	for _, tt := range []struct {
 		in, out int
@@ -353,6 +386,10 @@ func TestProcessDoesNotAllocate(t *testing.T) {
 		dst := make([]int16, r.OutLen(len(src)))
 		if n := testing.AllocsPerRun(50, func() { r.Process(dst, src) }); n != 0 {
 			t.Errorf("%d→%d: Process allocates %v times per call", c.in, c.out, n)
+		}
+		fsrc, fdst := make([]float32, len(src)), make([]float32, len(dst))
+		if n := testing.AllocsPerRun(50, func() { r.ProcessFloat(fdst, fsrc) }); n != 0 {
+			t.Errorf("%d→%d: ProcessFloat allocates %v times per call", c.in, c.out, n)
 		}
 	}
 }

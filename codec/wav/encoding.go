@@ -125,12 +125,51 @@ func (e encoding) decode(dst []int16, src []byte) int {
 	return n
 }
 
+// decodeFloat converts the whole samples in src to float32 in dst, full
+// scale ±1.0 (integer formats divided by 2^(bits−1), float values kept as
+// they are, beyond full scale or not), and returns how many it wrote.
+func (e encoding) decodeFloat(dst []float32, src []byte) int {
+	w := e.width()
+	n := min(len(dst), len(src)/w)
+	for i := range n {
+		b := src[w*i:]
+		var v float32
+		switch e {
+		case encPCM16:
+			v = float32(int16(binary.LittleEndian.Uint16(b))) / (1 << 15)
+		case encPCM8:
+			v = float32(int(b[0])-128) / (1 << 7)
+		case encPCM24:
+			v = float32(int32(uint32(b[0])<<8|uint32(b[1])<<16|uint32(b[2])<<24)>>8) / (1 << 23)
+		case encPCM32:
+			v = float32(float64(int32(binary.LittleEndian.Uint32(b))) / (1 << 31))
+		case encFloat32:
+			v = math.Float32frombits(binary.LittleEndian.Uint32(b))
+		case encFloat64:
+			f := math.Float64frombits(binary.LittleEndian.Uint64(b))
+			if !math.IsInf(f, 0) {
+				f = max(-math.MaxFloat32, min(math.MaxFloat32, f))
+			}
+			v = float32(f)
+		case encALaw:
+			v = float32(alaw(b[0])) / (1 << 15)
+		case encMuLaw:
+			v = float32(mulaw(b[0])) / (1 << 15)
+		}
+		if v != v || math.IsInf(float64(v), 0) {
+			v = 0
+		}
+		dst[i] = v
+	}
+	return n
+}
+
 func clip16(v int64) int16 { return int16(max(-32768, min(32767, v))) }
 
-// floatTo16 scales full scale ±1.0 to ±32768, rounding; NaN becomes 0 and
-// values beyond full scale are clipped.
+// floatTo16 scales full scale ±1.0 to ±32768, rounding; NaN and
+// infinities become 0 and finite values beyond full scale are clipped.
 func floatTo16(x float64) int16 {
-	if x != x {
+	if x != x || math.IsInf(x, 0) {
 		return 0
 	}
 	return int16(max(-32768, min(32767, math.Round(x*32768))))

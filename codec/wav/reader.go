@@ -183,6 +183,19 @@ func (rd *Reader) DataBytes() int64 { return rd.declared }
 // ErrMalformed and io.ErrUnexpectedEOF. A trailing partial sample is
 // ignored. Read does not allocate.
 func (rd *Reader) Read(dst []int16) (int, error) {
+	return read(rd, dst, rd.enc.decode)
+}
+
+// ReadFloat is Read with samples as float32 at full scale ±1.0, neither
+// rounded nor clipped: float files keep values beyond full scale and
+// below PCM16's step (an impulse response stored at a low level keeps its
+// tail). NaN and infinities become 0. A Reader may mix Read and ReadFloat.
+func (rd *Reader) ReadFloat(dst []float32) (int, error) {
+	return read(rd, dst, rd.enc.decodeFloat)
+}
+
+// read is Read and ReadFloat with the sample decoder decode.
+func read[T int16 | float32](rd *Reader, dst []T, decode func([]T, []byte) int) (int, error) {
 	if rd.eof || rd.remaining == 0 {
 		rd.eof = true
 		return 0, io.EOF
@@ -199,7 +212,7 @@ func (rd *Reader) Read(dst []int16) (int, error) {
 			break
 		}
 		n, err := io.ReadFull(rd.r, rd.buf[:want])
-		total += rd.enc.decode(dst[total:], rd.buf[:n])
+		total += decode(dst[total:], rd.buf[:n])
 		if rd.remaining > 0 {
 			rd.remaining -= int64(n)
 		}
@@ -255,27 +268,54 @@ func Decode(r io.Reader) (Audio, error) {
 	if err != nil {
 		return Audio{}, err
 	}
-	a := Audio{SampleRate: rd.rate, Channels: rd.channels}
+	buf, err := readAll(rd, rd.Read)
+	if err != nil {
+		return Audio{}, err
+	}
+	return Audio{SampleRate: rd.rate, Channels: rd.channels, Samples: buf}, nil
+}
+
+// FloatAudio is a whole decoded file as float32 samples (ReadFloat).
+type FloatAudio struct {
+	SampleRate int
+	Channels   int
+	Samples    []float32 // interleaved, full scale ±1.0
+}
+
+// DecodeFloat reads a whole WAVE file from r as float32 samples
+// (Reader.ReadFloat: not rounded to PCM16, not clipped).
+func DecodeFloat(r io.Reader) (FloatAudio, error) {
+	rd, err := NewReader(r)
+	if err != nil {
+		return FloatAudio{}, err
+	}
+	buf, err := readAll(rd, rd.ReadFloat)
+	if err != nil {
+		return FloatAudio{}, err
+	}
+	return FloatAudio{SampleRate: rd.rate, Channels: rd.channels, Samples: buf}, nil
+}
+
+// readAll reads the rest of rd's data with read.
+func readAll[T int16 | float32](rd *Reader, read func([]T) (int, error)) ([]T, error) {
 	capHint := int64(maxPrealloc)
 	if rd.declared >= 0 {
 		capHint = min(rd.declared/int64(rd.width), maxPrealloc)
 	}
-	buf := make([]int16, 0, capHint)
+	buf := make([]T, 0, capHint)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
 		}
-		n, err := rd.Read(buf[len(buf):cap(buf)])
+		n, err := read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if errors.Is(err, io.EOF) {
-			break
+			return buf, nil
 		}
 		if err != nil {
-			return Audio{}, err
+			return nil, err
 		}
 	}
-	a.Samples = buf
-	return a, nil
 }
 
 // ReadFile decodes the WAVE file at path.
@@ -288,6 +328,21 @@ func ReadFile(path string) (Audio, error) {
 	a, err := Decode(f)
 	if err != nil {
 		return Audio{}, fmt.Errorf("%w (file %s)", err, path)
+	}
+	return a, nil
+}
+
+// ReadFileFloat decodes the WAVE file at path as float32 samples
+// (DecodeFloat).
+func ReadFileFloat(path string) (FloatAudio, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return FloatAudio{}, fmt.Errorf("wav: %w", err)
+	}
+	defer f.Close()
+	a, err := DecodeFloat(f)
+	if err != nil {
+		return FloatAudio{}, fmt.Errorf("%w (file %s)", err, path)
 	}
 	return a, nil
 }

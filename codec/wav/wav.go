@@ -7,7 +7,9 @@
 // or 32 bits (or fewer valid bits in such a container), IEEE float of 32 or
 // 64 bits, and G.711 A-law and µ-law, plain or as WAVE_FORMAT_EXTENSIBLE,
 // with 1 to MaxReadChannels channels, and converts every sample to PCM16
-// (rounded; float beyond full scale is clipped). It rejects everything else
+// (rounded; float beyond full scale is clipped), or with ReadFloat to
+// float32 at full scale ±1.0, neither rounded nor clipped (an impulse
+// response stored at a low or high level keeps its shape). It rejects everything else
 // with an error naming what it found (for example "wav: format tag 85
 // (MPEG layer 3) not supported"). It never panics and never allocates in
 // proportion to a size field it has not yet seen bytes for.

@@ -155,7 +155,7 @@ func TestDecodeValid(t *testing.T) {
 		}, -1)), 48000, 1, []int16{1, 0, 0, 1, 32767, -32768, -2}},
 		{"20 valid bits in 24", riff(chunk("fmt ", fmtBody(1, 1, 48000, 20, 3), -1), chunk("data", []byte{0x00, 0x10, 0x00}, -1)), 48000, 1, []int16{16}},
 		{"32-bit integer", riff(chunk("fmt ", fmtBody(1, 1, 16000, 32, 4), -1), chunk("data", le32(0x00010000, -0x00020000, 0x7FFFFFFF, -0x80000000, 0x8000), -1)), 16000, 1, []int16{1, -2, 32767, -32768, 1}},
-		{"float32", riff(chunk("fmt ", fmtBody(3, 1, 16000, 32, 4), -1), chunk("fact", le32(5), -1), chunk("data", f32(0, 0.5, -1, 1.5, float32(math.NaN())), -1)), 16000, 1, []int16{0, 16384, -32768, 32767, 0}},
+		{"float32", riff(chunk("fmt ", fmtBody(3, 1, 16000, 32, 4), -1), chunk("fact", le32(5), -1), chunk("data", f32(0, 0.5, -1, 1.5, float32(math.NaN()), float32(math.Inf(-1))), -1)), 16000, 1, []int16{0, 16384, -32768, 32767, 0, 0}},
 		{"float64 stereo", riff(chunk("fmt ", fmtBody(3, 2, 44100, 64, 16), -1), chunk("data", f64(0.25, -0.25, -2, 1.0/32768), -1)), 44100, 2, []int16{8192, -8192, -32768, 1}},
 		{"extensible float", riff(chunk("fmt ", extBodyBits(1, 16000, 3, 32), -1), chunk("data", f32(-0.5), -1)), 16000, 1, []int16{-16384}},
 		{"extensible 24-bit", riff(chunk("fmt ", extBodyBits(1, 16000, 1, 24), -1), chunk("data", []byte{0x00, 0x01, 0x00}, -1)), 16000, 1, []int16{1}},
@@ -173,6 +173,32 @@ func TestDecodeValid(t *testing.T) {
 			}
 			if a.SampleRate != tt.rate || a.Channels != tt.ch {
 				t.Errorf("format %d Hz x %d, want %d x %d", a.SampleRate, a.Channels, tt.rate, tt.ch)
+			}
+			if !slices.Equal(a.Samples, tt.want) {
+				t.Errorf("samples %v, want %v", a.Samples, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeFloat(t *testing.T) {
+	tests := []struct {
+		name string
+		file []byte
+		want []float32
+	}{
+		{"float32 beyond full scale and below PCM16's step", riff(chunk("fmt ", fmtBody(3, 1, 16000, 32, 4), -1), chunk("data", f32(0, 1e-6, -4, 2.5, float32(math.NaN()), float32(math.Inf(1))), -1)), []float32{0, 1e-6, -4, 2.5, 0, 0}},
+		{"float64", riff(chunk("fmt ", fmtBody(3, 1, 44100, 64, 8), -1), chunk("data", f64(-1e-7, 3), -1)), []float32{-1e-7, 3}},
+		{"16-bit", riff(monoFmt, chunk("data", samplesBody(16384, -32768, 1), -1)), []float32{0.5, -1, 1.0 / 32768}},
+		{"24-bit keeps its low byte", riff(chunk("fmt ", fmtBody(1, 1, 48000, 24, 3), -1), chunk("data", []byte{0x01, 0x00, 0x00, 0x00, 0x00, 0x80}, -1)), []float32{1.0 / (1 << 23), -1}},
+		{"32-bit", riff(chunk("fmt ", fmtBody(1, 1, 16000, 32, 4), -1), chunk("data", le32(-0x80000000, 0x40000000), -1)), []float32{-1, 0.5}},
+		{"8-bit", riff(chunk("fmt ", fmtBody(1, 1, 8000, 8, 1), -1), chunk("data", []byte{0, 192}, -1)), []float32{-1, 0.5}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a, err := DecodeFloat(bytes.NewReader(tt.file))
+			if err != nil {
+				t.Fatal(err)
 			}
 			if !slices.Equal(a.Samples, tt.want) {
 				t.Errorf("samples %v, want %v", a.Samples, tt.want)
@@ -438,6 +464,19 @@ func FuzzRead(f *testing.F) {
 		}
 		if len(a.Samples) > len(b) {
 			t.Fatalf("%d samples from %d bytes", len(a.Samples), len(b))
+		}
+		// The float path reads the same samples, each within PCM16's
+		// rounding of the PCM16 one (or beyond full scale where that
+		// clipped).
+		fa, err := DecodeFloat(bytes.NewReader(b))
+		if err != nil || len(fa.Samples) != len(a.Samples) || fa.SampleRate != a.SampleRate || fa.Channels != a.Channels {
+			t.Fatalf("DecodeFloat: %d samples, %v; Decode: %d", len(fa.Samples), err, len(a.Samples))
+		}
+		for i, v := range fa.Samples {
+			x := float64(v) * 32768
+			if d := math.Abs(max(-32768, min(32767, x)) - float64(a.Samples[i])); d > 1 || v != v {
+				t.Fatalf("sample %d: float %g, PCM16 %d", i, v, a.Samples[i])
+			}
 		}
 		if a.Channels > MaxChannels {
 			return // the Writer writes mono or stereo only
