@@ -27,6 +27,7 @@ var rank = map[string]int{
 	"doctor": 0, "build": 0, "layering": 0,
 	"jitter":              0, // playout delay estimator (issue 11)
 	"internal/faultproxy": 0,
+	"fft":                 0, // offline measurements (speech quality, echo path)
 	// Shared types and the device seams.
 	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1, "vad": 1,
 	// The configuration file's schema: no pipeline stage or driver (see

@@ -15,7 +15,8 @@
 #
 # Echo path: plays pink noise and records the mic at the same time; prints
 # the delay, echo gain (ERL) and RT60 of the board's echo path for the echo
-# canceller's tuning (docs/audio.md).
+# canceller's tuning (docs/audio.md), and writes its impulse response to
+# out/hil/echo-ir.wav (HIL_IR_OUT) for duplex-bench --ir-wav.
 #
 # Each part skips with a clear message where its device or library is
 # missing; the exit status is non-zero if a part that ran failed.
@@ -82,7 +83,9 @@ else
   # The recording started about 0.5 s before the playback: the delay printed
   # includes that head start and the devices' buffers; the echo gain (ERL)
   # is the figure that matters (the agent estimates the delay itself).
-  if go run -tags "$TAGS" ./cmd/robot-agent duplex-bench --echo-played "$tmp/noise.wav" --echo-recorded "$tmp/rec.wav"; then
+  ir_out="${HIL_IR_OUT:-out/hil/echo-ir.wav}"
+  mkdir -p "$(dirname "$ir_out")"
+  if go run -tags "$TAGS" ./cmd/robot-agent duplex-bench --echo-played "$tmp/noise.wav" --echo-recorded "$tmp/rec.wav" --ir-out "$ir_out"; then
     echo "hil: echo path ok"
   else
     echo "hil: echo path FAILED"; status=1

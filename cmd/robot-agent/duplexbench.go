@@ -64,13 +64,13 @@ Flags:
 `
 
 type duplexFlags struct {
-	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, webrtcDelay, uplink string
-	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                   int
-	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard                                                       bool
-	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs                                                                    string
-	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup                                                            int
-	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient                                                          float64
-	rc                                                                                                                room.Config
+	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, irOut, webrtcDelay, uplink string
+	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                          int
+	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard                                                              bool
+	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs                                                                           string
+	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup                                                                   int
+	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient                                                                 float64
+	rc                                                                                                                       room.Config
 }
 
 // aecVariant is one --aec entry: a kind with optional ":"-separated
@@ -184,6 +184,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.vadDetectors, "vad-detectors", "", "--vad-compare: candidates, comma-separated kind[:mode][/background dB, -1 off] with optional ns+ prefix (default: every one built in)")
 	fs.StringVar(&f.echoPlayed, "echo-played", "", "with --echo-recorded: measure a real echo path (make hil): the WAV played through the speaker")
 	fs.StringVar(&f.echoRecorded, "echo-recorded", "", "the WAV the mic recorded meanwhile; prints the delay and echo gain (ERL)")
+	fs.StringVar(&f.irOut, "ir-out", "", "with --echo-played/--echo-recorded: also write the echo path's impulse response (1 s from 5 ms before the direct path, 16 kHz) to this WAV, for --ir-wav: the bench in the robot's own room")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -205,7 +206,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		f.speakerClock = true
 	}
 	if f.echoPlayed != "" || f.echoRecorded != "" {
-		return measureEcho(f.echoPlayed, f.echoRecorded, stdout, stderr)
+		return measureEcho(f.echoPlayed, f.echoRecorded, f.irOut, stdout, stderr)
 	}
 	var kinds []aecVariant
 	for _, k := range strings.Split(f.aecKinds, ",") {
@@ -415,7 +416,7 @@ func pct(v float64) string {
 const measuredRT60Max = 800 * time.Millisecond
 
 // measureEcho prints the echo path between two recordings (scripts/hil.sh).
-func measureEcho(played, recorded string, stdout, stderr io.Writer) int {
+func measureEcho(played, recorded, irOut string, stdout, stderr io.Writer) int {
 	if played == "" || recorded == "" {
 		fmt.Fprintln(stderr, "robot-agent: duplex-bench: --echo-played and --echo-recorded go together")
 		return 2
@@ -445,6 +446,50 @@ func measureEcho(played, recorded string, stdout, stderr io.Writer) int {
 	if e.Corr < 0.3 {
 		fmt.Fprintln(stdout, "echo path: WARNING: low correlation: the speaker is barely heard at the mic, or the path is very non-linear (clipping?)")
 	}
+	if irOut != "" {
+		return writeIR(sig[0], sig[1], e, irOut, stdout, stderr)
+	}
+	return 0
+}
+
+// irPreMS, irLengthMS: the impulse response --ir-out writes starts this
+// long before the direct path and is this long.
+const (
+	irPreMS    = 5
+	irLengthMS = 1000
+)
+
+// writeIR estimates the echo path's impulse response (duplex.EstimateIR)
+// and writes it to path as a 16 kHz PCM16 WAV, normalised to half full
+// scale (the bench scales it to --echo-gain-db), with the figures to run
+// the bench in that room.
+func writeIR(played, recorded []int16, e duplex.EchoPath, path string, stdout, stderr io.Writer) int {
+	lag := int(e.Delay.Seconds()*duplex.NearRate + 0.5)
+	pre := min(lag, irPreMS*duplex.NearRate/1000)
+	ir, err := duplex.EstimateIR(played, recorded, duplex.NearRate, lag, pre, irLengthMS*duplex.NearRate/1000)
+	if err != nil {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
+		return 1
+	}
+	var peak, energy float64
+	for _, v := range ir {
+		peak = max(peak, math.Abs(v))
+		energy += v * v
+	}
+	if peak == 0 {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench: --ir-out: the estimated impulse response is zero")
+		return 1
+	}
+	pcm := make([]int16, len(ir))
+	for i, v := range ir {
+		pcm[i] = int16(math.Round(v / peak * 16384))
+	}
+	if err := writeWAV(path, pcm, duplex.NearRate); err != nil {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench: --ir-out:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "echo path: impulse response written to %s (%d ms from %d ms before the direct path; echo gain over the whole response %.1f dB); the capture chain in this room: robot-agent duplex-bench --ir-wav %s --echo-gain-db %.1f --far <the robot's reply.wav> --replies 20 --aec webrtc,webrtc:high\n",
+		path, irLengthMS, pre*1000/duplex.NearRate, 10*math.Log10(energy), path, 10*math.Log10(energy))
 	return 0
 }
 

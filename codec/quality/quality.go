@@ -8,9 +8,9 @@ package quality
 
 import (
 	"math"
-	"math/cmplx"
 
 	"github.com/robot-agent/robot-agent/codec/pcm"
+	"github.com/robot-agent/robot-agent/fft"
 )
 
 // NCC is the normalised cross-correlation of a and b over their common
@@ -54,7 +54,7 @@ func LSD(ref, x []int16, rate, maxHz int, mask []bool) float64 {
 		for i := range buf {
 			buf[i] = complex(float64(s[i])*win[i], 0)
 		}
-		fft(buf)
+		fft.Transform(buf)
 		for i := range p {
 			p[i] = real(buf[i])*real(buf[i]) + imag(buf[i])*imag(buf[i])
 		}
@@ -110,32 +110,6 @@ func any(mask []bool, from, to int) bool {
 	return false
 }
 
-// fft is an in-place radix-2 FFT; len(a) must be a power of two.
-func fft(a []complex128) {
-	n := len(a)
-	for i, j := 1, 0; i < n; i++ {
-		bit := n >> 1
-		for ; j&bit != 0; bit >>= 1 {
-			j ^= bit
-		}
-		j ^= bit
-		if i < j {
-			a[i], a[j] = a[j], a[i]
-		}
-	}
-	for l := 2; l <= n; l <<= 1 {
-		w := cmplx.Exp(complex(0, -2*math.Pi/float64(l)))
-		for i := 0; i < n; i += l {
-			wk := complex(1, 0)
-			for k := 0; k < l/2; k++ {
-				u, v := a[i+k], a[i+k+l/2]*wk
-				a[i+k], a[i+k+l/2] = u+v, u-v
-				wk *= w
-			}
-		}
-	}
-}
-
 // SegmentLSD is LSD restricted to the given segments of length samples
 // starting at starts (for example exactly the lost packets of a trace):
 // each segment gets its own Hann window, zero-padded to a power of two.
@@ -157,7 +131,7 @@ func SegmentLSD(ref, x []int16, rate, maxHz int, starts []int, length int) (floa
 		for i := range win {
 			buf[i] = complex(float64(s[i])*win[i], 0)
 		}
-		fft(buf)
+		fft.Transform(buf)
 		p := make([]float64, n/2)
 		for i := range p {
 			p[i] = real(buf[i])*real(buf[i]) + imag(buf[i])*imag(buf[i])
