@@ -83,25 +83,23 @@ func EstimateIR(played, recorded []int16, rate, lag, pre, length int) ([]float64
 // frames before, as seeded noise, crossfading over fade samples; with
 // fewer than two such frames or no decay, the response is cut there.
 func extendTail(ir []float64, floor float64, frame, fade int) {
-	level := func(k int) float64 {
-		var e float64
-		for _, v := range ir[k : k+frame] {
-			e += v * v
-		}
-		return e / float64(frame)
-	}
+	levels := make([]float64, len(ir)/frame) // mean square of each frame
 	end, peak := 0, 0
-	for k := 0; k+frame <= len(ir); k += frame {
-		if level(k) > floor {
-			end = k + frame
+	for j := range levels {
+		for _, v := range ir[j*frame : (j+1)*frame] {
+			levels[j] += v * v
 		}
-		if level(k) > level(peak) {
-			peak = k
+		levels[j] /= float64(frame)
+		if levels[j] > floor {
+			end = (j + 1) * frame
+		}
+		if levels[j] > levels[peak] {
+			peak = j
 		}
 	}
 	var sx, sy, sxx, sxy, m float64
-	for k := peak + frame; k+frame <= end; k += frame {
-		x, y := float64(k), 10*math.Log10(level(k)+1e-300)
+	for j := peak + 1; (j+1)*frame <= end; j++ {
+		x, y := float64(j*frame), 10*math.Log10(levels[j]+1e-300)
 		sx, sy, sxx, sxy, m = sx+x, sy+y, sxx+x*x, sxy+x*y, m+1
 	}
 	slope := 0.0 // dB per sample
@@ -112,7 +110,8 @@ func extendTail(ir []float64, floor float64, frame, fade int) {
 	for i := end; i < len(ir); i++ {
 		var ext float64
 		if slope < 0 {
-			// The fitted level at sample i (frame centres at k + frame/2).
+			// The fitted level at sample i (a frame's level, fitted at its
+			// start, is that of its centre, frame/2 later).
 			db := (sy + slope*(float64(i-frame/2)*m-sx)) / m
 			ext = math.Sqrt(math.Pow(10, db/10)) * rng.NormFloat64()
 		}

@@ -41,10 +41,7 @@ func Delay(ref, x []int16, maxLag, window int) (int, float64) {
 // frames that overlap a sample i with mask[i] true count (for example the
 // concealed packets).
 func LSD(ref, x []int16, rate, maxHz int, mask []bool) float64 {
-	n := 1
-	for n < rate*32/1000 {
-		n <<= 1
-	}
+	n := fft.Size(rate * 32 / 1000)
 	win := make([]float64, n)
 	for i := range win {
 		win[i] = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(n))
@@ -117,10 +114,7 @@ func any(mask []bool, from, to int) bool {
 // length (pauses) are skipped; the floor is as in LSD. It returns the mean
 // and the number of segments counted.
 func SegmentLSD(ref, x []int16, rate, maxHz int, starts []int, length int) (float64, int) {
-	n := 1
-	for n < length {
-		n <<= 1
-	}
+	n := fft.Size(length)
 	win := make([]float64, length)
 	for i := range win {
 		win[i] = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(length))

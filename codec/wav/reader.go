@@ -319,30 +319,23 @@ func readAll[T int16 | float32](rd *Reader, read func([]T) (int, error)) ([]T, e
 }
 
 // ReadFile decodes the WAVE file at path.
-func ReadFile(path string) (Audio, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Audio{}, fmt.Errorf("wav: %w", err)
-	}
-	defer f.Close()
-	a, err := Decode(f)
-	if err != nil {
-		return Audio{}, fmt.Errorf("%w (file %s)", err, path)
-	}
-	return a, nil
-}
+func ReadFile(path string) (Audio, error) { return readFile(path, Decode) }
 
 // ReadFileFloat decodes the WAVE file at path as float32 samples
 // (DecodeFloat).
-func ReadFileFloat(path string) (FloatAudio, error) {
+func ReadFileFloat(path string) (FloatAudio, error) { return readFile(path, DecodeFloat) }
+
+// readFile is ReadFile and ReadFileFloat with the decoder decode.
+func readFile[A Audio | FloatAudio](path string, decode func(io.Reader) (A, error)) (A, error) {
+	var zero A
 	f, err := os.Open(path)
 	if err != nil {
-		return FloatAudio{}, fmt.Errorf("wav: %w", err)
+		return zero, fmt.Errorf("wav: %w", err)
 	}
 	defer f.Close()
-	a, err := DecodeFloat(f)
+	a, err := decode(f)
 	if err != nil {
-		return FloatAudio{}, fmt.Errorf("%w (file %s)", err, path)
+		return zero, fmt.Errorf("%w (file %s)", err, path)
 	}
 	return a, nil
 }
