@@ -205,6 +205,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		// -200 ppm, ERLE 1 dB).
 		f.speakerClock = true
 	}
+	if f.irOut != "" && (f.echoPlayed == "" || f.echoRecorded == "") {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench: --ir-out goes with --echo-played and --echo-recorded (it writes the measured echo path's impulse response)")
+		return 2
+	}
 	if f.echoPlayed != "" || f.echoRecorded != "" {
 		return measureEcho(f.echoPlayed, f.echoRecorded, f.irOut, stdout, stderr)
 	}

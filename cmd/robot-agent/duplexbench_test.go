@@ -243,4 +243,9 @@ func TestDuplexBenchIROut(t *testing.T) {
 	if code, _, errs := runCLI("duplex-bench", "--echo-played", filepath.Join(dir, "played.wav"), "--echo-recorded", filepath.Join(dir, "rec.wav"), "--ir-out", filepath.Join(dir, "no", "such", "dir.wav")); code != 1 || !strings.Contains(errs, "--ir-out") {
 		t.Errorf("unwritable --ir-out: exit %d, stderr %q", code, errs)
 	}
+	// Without the recordings --ir-out has nothing to write: a one-line
+	// error, not a bench run that ignores it.
+	if code, stdout, errs := runCLI("duplex-bench", "--ir-out", filepath.Join(dir, "alone.wav"), "--replies", "1"); code != 2 || stdout != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--ir-out goes with --echo-played and --echo-recorded") {
+		t.Errorf("--ir-out alone: exit %d, stdout %q, stderr %q", code, stdout, errs)
+	}
 }
