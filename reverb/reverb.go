@@ -1,0 +1,200 @@
+// Package reverb predicts a room's late reverberation of the robot's own
+// voice at the mic: the part of the echo beyond the echo cancellers'
+// adaptive filters, which neither filter removes and which a residual echo
+// suppressor without a reverberation model (WebRTC's AEC2) lets through
+// in a quiet, reverberant room.
+//
+// The model works on energies of 10 ms frames. The echo path's energy
+// envelope beyond the direct sound is taken as A·ρ^k at lag k frames (an
+// exponential decay: ρ per frame is the reverberation time, A its level),
+// so the reverberant energy at the mic is A·S(t) with
+//
+//	S(t) = ρ·S(t−1) + far(t)
+//
+// and its part beyond lag L is A·ρ^L·S(t−L). Both parameters are learnt
+// from the mic itself, in the far end's pauses: once the far end has been
+// silent long enough for its direct echo to pass, the mic holds only the
+// decaying reverberation, so the slope of its level (dB per frame) is ρ
+// and its ratio to S is A. The slope is a least-squares line through the
+// frames of the recent pauses pooled (each pause about its own mean, a
+// pause weighted by its length and spread, with a forgetting factor),
+// taking only pauses whose own line decays at a room's rate (something
+// else in a pause, e.g. the user, does not decay like that); A is a
+// running median in dB of the pause frames' ratios. Only frames well above
+// the noise floor count (one frame of speech-like audio scatters by
+// several dB; a line through many does not). This is the free-decay method
+// of blind reverberation-time estimation (Lebart, Boucher, Denbigh 2001)
+// and the exponential model of WebRTC AEC3's reverberation estimate.
+package reverb
+
+import (
+	"math"
+	"slices"
+)
+
+// FrameMS is the frame length Push expects.
+const FrameMS = 10
+
+// Learning constants.
+const (
+	// pauseDropDB: a far-end frame this far under the far end's recent
+	// peak (half-life peakHalfLifeMS) is silent.
+	pauseDropDB    = 35
+	peakHalfLifeMS = 150
+	// pauseFrames: frames of silence before a frame counts as a pause
+	// frame (the direct echo, the cancellers' lead and the first tens of
+	// ms of the path have passed).
+	pauseFrames = 10
+	// aboveNoiseDB: a pause frame's mic energy must exceed the noise floor
+	// by this much to be learnt from.
+	aboveNoiseDB = 15
+	// minPause: pause frames a slope needs.
+	minPause = 5
+	// A pause's own slope (dB per frame) must lie in this range (RT60
+	// 0.1-6 s) for it to count.
+	steepestDB, flattestDB = -6.0, -0.1
+	// readySpread: the decay is known once the pooled pauses' spread
+	// (Σ(x−x̄)², frames²) reaches this: the slope's standard error is then
+	// the frames' scatter / √readySpread (3 dB scatter: 0.2 dB per frame).
+	readySpread = 200
+	// pauseForget: each pause scales the pooled sums by this (a memory of
+	// about 100 pauses).
+	pauseForget = 0.99
+	// startFrames: the level's median starts from the exact median of its
+	// first startFrames values; the model predicts nothing before that.
+	startFrames = 30
+	levelStepDB = 0.1
+)
+
+// Tail learns a room's reverberation and predicts its late part.
+//
+// Not safe for concurrent use: one goroutine (the mic reader's) pushes.
+type Tail struct {
+	lag     int     // L, frames
+	cxy     float64 // the pooled pauses' Σ(x−x̄)(y−ȳ)
+	cxx     float64 // and Σ(x−x̄)²
+	level   median  // A, dB
+	s       float64 // S(t)
+	hist    []float64
+	pos     int
+	peak    float64 // the far end's recent peak frame energy
+	peakMul float64 // per-frame decay of peak
+	silentK float64 // a far frame under peak·silentK is silent
+	aboveK  float64 // a pause frame's mic must exceed the noise by this factor
+	silent  int     // frames the far end has been silent
+	// The current pause's least-squares sums (x: frame, y: mic level dB).
+	m                int
+	sx, sy, sxy, sxx float64
+}
+
+// New returns a Tail predicting the reverberation beyond lagMS (the
+// length of the cancellers' filters), rounded to frames.
+func New(lagMS int) *Tail {
+	l := max(lagMS/FrameMS, 1)
+	return &Tail{
+		lag:     l,
+		level:   median{step: levelStepDB},
+		hist:    make([]float64, l+1),
+		peakMul: math.Pow(0.5, float64(FrameMS)/peakHalfLifeMS),
+		silentK: math.Pow(10, -pauseDropDB/10.0),
+		aboveK:  math.Pow(10, aboveNoiseDB/10.0),
+	}
+}
+
+// Push takes one 10 ms frame: the far end's energy as handed to the
+// canceller (aligned with the mic up to the canceller's lead), the mic's
+// energy, and the noise floor's energy for a frame (all in the same
+// units, e.g. sums of squared samples). It returns the predicted energy of
+// the late reverberation (beyond the lag) in this mic frame, 0 until the
+// room is learnt. It does not allocate.
+func (t *Tail) Push(far, mic, noise float64) float64 {
+	t.peak = max(far, t.peak*t.peakMul)
+	if far < t.peak*t.silentK {
+		t.silent++
+	} else {
+		t.silent = 0
+	}
+	rho := t.rho()
+	if t.silent >= pauseFrames && mic > 0 && mic > noise*t.aboveK {
+		y, x := 10*math.Log10(mic), float64(t.m)
+		t.m++
+		t.sx, t.sy, t.sxy, t.sxx = t.sx+x, t.sy+y, t.sxy+x*y, t.sxx+x*x
+		if t.s > 0 && t.decayReady() {
+			t.level.push(y - 10*math.Log10(t.s))
+		}
+	} else if t.m > 0 {
+		if t.m >= minPause {
+			m := float64(t.m)
+			cxy, cxx := t.sxy-t.sx*t.sy/m, t.sxx-t.sx*t.sx/m
+			if b := cxy / cxx; b >= steepestDB && b <= flattestDB {
+				t.cxy = t.cxy*pauseForget + cxy
+				t.cxx = t.cxx*pauseForget + cxx
+			}
+		}
+		t.m, t.sx, t.sy, t.sxy, t.sxx = 0, 0, 0, 0, 0
+	}
+	t.s = rho*t.s + far
+	t.hist[t.pos] = t.s
+	t.pos++
+	if t.pos == len(t.hist) {
+		t.pos = 0
+	}
+	if !t.level.ready() {
+		return 0
+	}
+	old := t.hist[t.pos] // S, lag frames ago
+	return math.Pow(10, t.level.v/10) * math.Pow(rho, float64(t.lag)) * old
+}
+
+func (t *Tail) decayReady() bool { return t.cxx >= readySpread }
+
+// decayDB is the learnt decay (dB per frame, negative).
+func (t *Tail) decayDB() float64 { return t.cxy / t.cxx }
+
+// rho is the learnt per-frame energy decay, 0 before it is known.
+func (t *Tail) rho() float64 {
+	if !t.decayReady() {
+		return 0
+	}
+	return math.Pow(10, t.decayDB()/10)
+}
+
+// RT60 is the learnt reverberation time, 0 while unknown.
+func (t *Tail) RT60() float64 {
+	if !t.decayReady() {
+		return 0
+	}
+	return 60 / -t.decayDB() * FrameMS / 1000
+}
+
+// Ready reports whether Push predicts (the room is learnt).
+func (t *Tail) Ready() bool { return t.level.ready() }
+
+// median is a running median in dB: the exact median of its first
+// startFrames values, then moved by step towards each new value (a
+// stochastic-approximation quantile tracker).
+type median struct {
+	first [startFrames]float64
+	n     int
+	v     float64
+	step  float64
+}
+
+func (m *median) ready() bool { return m.n >= startFrames }
+
+func (m *median) push(x float64) {
+	switch {
+	case m.n < startFrames-1:
+		m.first[m.n] = x
+	case m.n == startFrames-1:
+		m.first[m.n] = x
+		s := m.first
+		slices.Sort(s[:])
+		m.v = s[startFrames/2]
+	case x > m.v:
+		m.v += m.step
+	case x < m.v:
+		m.v -= m.step
+	}
+	m.n = min(m.n+1, startFrames) // ready() once started; no overflow
+}

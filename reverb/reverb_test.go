@@ -1,0 +1,160 @@
+package reverb
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// room simulates frame energies: a far end of syllables and pauses, and a
+// mic holding its direct echo and an exponentially decaying reverberation
+// (each frame's energy scattered by a log-normal factor, as frames of
+// speech-like audio are), plus noise.
+type room struct {
+	rt60    float64 // s
+	drrDB   float64 // direct over reverberant energy
+	noise   float64 // mic noise energy per frame
+	scatter float64 // std dev of the frames' log-normal factor (natural log)
+	seed    uint64
+}
+
+// run returns far, mic and the true late reverberation beyond lag frames
+// (without scatter), n frames.
+func (r room) run(n, lag int) (far, mic, late []float64) {
+	rng := rand.New(rand.NewPCG(r.seed, 1))
+	far = make([]float64, n)
+	for i := 0; i < n; {
+		syl := 8 + rng.IntN(18) // 80-250 ms
+		lvl := math.Pow(10, -rng.Float64())
+		for k := 0; k < syl && i < n; k++ {
+			far[i] = lvl * (0.5 + rng.Float64())
+			i++
+		}
+		gap := 3 + rng.IntN(40) // 30-420 ms
+		for k := 0; k < gap && i < n; k++ {
+			far[i] = 1e-7
+			i++
+		}
+	}
+	rho := math.Pow(10, -6/r.rt60*FrameMS/1000) // 60 dB in rt60
+	// Reverberant energy A·Σρ^k (k ≥ 1) equals the direct energy (1) less drrDB.
+	a := math.Pow(10, -r.drrDB/10) * (1 - rho) / rho
+	irLen := int(2 * r.rt60 * 1000 / FrameMS)
+	mic = make([]float64, n)
+	late = make([]float64, n)
+	for i := range n {
+		rev, lt := 0.0, 0.0
+		for k := 1; k < irLen && k <= i; k++ {
+			e := a * math.Pow(rho, float64(k)) * far[i-k]
+			rev += e
+			if k >= lag {
+				lt += e
+			}
+		}
+		mic[i] = (far[i]+rev)*math.Exp(r.scatter*rng.NormFloat64()) + r.noise
+		late[i] = lt
+	}
+	return far, mic, late
+}
+
+func TestTailLearnsTheRoom(t *testing.T) {
+	const lag = 25 // 250 ms
+	for _, r := range []room{
+		{rt60: 0.4, drrDB: 0, noise: 1e-9, scatter: 0.5, seed: 1},
+		{rt60: 0.6, drrDB: -3, noise: 1e-9, scatter: 0.5, seed: 2},
+		{rt60: 0.8, drrDB: 3, noise: 1e-9, scatter: 0.7, seed: 3},
+		{rt60: 0.8, drrDB: -1, noise: 1e-8, scatter: 0.3, seed: 4},
+	} {
+		t.Run(fmt.Sprintf("rt60=%v,drr=%v", r.rt60, r.drrDB), func(t *testing.T) {
+			far, mic, late := r.run(12000, lag) // 2 minutes
+			tl := New(lag * FrameMS)
+			var ratios []float64
+			for i := range far {
+				p := tl.Push(far[i], mic[i], r.noise)
+				if i > len(far)/2 && late[i] > 1e-6 {
+					ratios = append(ratios, 10*math.Log10(p/late[i]))
+				}
+			}
+			if !tl.Ready() {
+				t.Fatal("not learnt in 2 minutes")
+			}
+			if got := tl.RT60(); math.Abs(got-r.rt60) > 0.15*r.rt60 {
+				t.Errorf("RT60 %.3f s, want %.2f ±15 %%", got, r.rt60)
+			}
+			slices.Sort(ratios)
+			med := ratios[len(ratios)/2]
+			t.Logf("RT60 %.3f s; predicted/true late energy: median %+.1f dB, 10th %+.1f, 90th %+.1f", tl.RT60(), med, ratios[len(ratios)/10], ratios[len(ratios)*9/10])
+			if math.Abs(med) > 3 {
+				t.Errorf("predicted late reverberation %+.1f dB from the room's (median), want within 3 dB", med)
+			}
+		})
+	}
+}
+
+func TestTailDryRoomPredictsLittle(t *testing.T) {
+	// RT60 0.15 s: 250 ms on, the reverberation is 100 dB down.
+	r := room{rt60: 0.15, drrDB: 6, noise: 1e-12, scatter: 0.5, seed: 5}
+	far, mic, _ := r.run(6000, 25)
+	tl := New(250)
+	for i := range far {
+		if p := tl.Push(far[i], mic[i], r.noise); i > 3000 && far[i] > 0.01 && p > far[i]*1e-5 {
+			t.Fatalf("frame %d: late %.3g for far %.3g: more than 50 dB under", i, p, far[i])
+		}
+	}
+}
+
+func TestTailNotLearntUnderNoise(t *testing.T) {
+	// Noise 10 dB over the reverberation's level: nothing to learn from,
+	// nothing predicted.
+	r := room{rt60: 0.8, drrDB: 0, noise: 0.5, scatter: 0.5, seed: 6}
+	far, mic, _ := r.run(6000, 25)
+	tl := New(250)
+	for i := range far {
+		if p := tl.Push(far[i], mic[i], r.noise); p != 0 {
+			t.Fatalf("frame %d: predicted %.3g under noise", i, p)
+		}
+	}
+	if tl.Ready() || tl.RT60() != 0 {
+		t.Fatalf("learnt under noise: ready %v, RT60 %.2f", tl.Ready(), tl.RT60())
+	}
+}
+
+func TestTailPushAllocatesNothing(t *testing.T) {
+	r := room{rt60: 0.6, drrDB: 0, noise: 1e-9, scatter: 0.5, seed: 7}
+	far, mic, _ := r.run(3000, 25)
+	tl := New(250)
+	i := 0
+	if a := testing.AllocsPerRun(len(far)-1, func() {
+		tl.Push(far[i], mic[i], r.noise)
+		i++
+	}); a != 0 {
+		t.Fatalf("%v allocations per Push", a)
+	}
+	if !tl.Ready() {
+		t.Fatal("the run did not reach learning (the median's start)")
+	}
+}
+
+func ExampleTail() {
+	r := room{rt60: 0.6, drrDB: 0, noise: 1e-9, scatter: 0.3, seed: 8}
+	far, mic, _ := r.run(6000, 25)
+	tl := New(250) // the cancellers model the first 250 ms of the echo path
+	for i := range far {
+		tl.Push(far[i], mic[i], r.noise)
+	}
+	fmt.Printf("RT60 %.1f s\n", tl.RT60())
+	// Output: RT60 0.6 s
+}
+
+func BenchmarkTailPush(b *testing.B) {
+	r := room{rt60: 0.6, drrDB: 0, noise: 1e-9, scatter: 0.5, seed: 9}
+	far, mic, _ := r.run(6000, 25)
+	tl := New(250)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		k := i % len(far)
+		tl.Push(far[k], mic[k], r.noise)
+	}
+}
