@@ -186,6 +186,21 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
+// FilterMS is the echo tail the canceller's adaptive filters model (ms),
+// what SourceConfig.ReverbGuardMS should be: speex's TailMS (default
+// DefaultTailMS); with WebRTC the linear filter's beside it (TailMS,
+// default DefaultLinearTailMS), taken for WebRTC alone too (its own filter
+// is shorter, so the guard then errs towards less reverberation).
+func (o Options) FilterMS() int {
+	switch {
+	case o.TailMS > 0:
+		return o.TailMS
+	case o.Kind == KindSpeex:
+		return DefaultTailMS
+	}
+	return DefaultLinearTailMS
+}
+
 // Validate checks o, naming field and value.
 func (o Options) Validate() error {
 	var errs []error

@@ -7,6 +7,7 @@ import (
 
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/reverb"
 )
 
 // SourceConfig tunes the alignment of a Source.
@@ -67,7 +68,25 @@ type SourceConfig struct {
 	// in force. 0 or negative: off (the main canceller's output alone
 	// decides).
 	LinearGuardDB float64
+	// ReverbGuardMS > 0: the reverberation guard, for a room whose late
+	// reverberation outlasts the cancellers' filters (ReverbGuardMS: their
+	// length, e.g. the linear filter's tail). Package reverb learns the
+	// room's decay from the mic in the far end's pauses and predicts, for
+	// every read, the energy of the echo beyond that length, which neither
+	// filter removes and WebRTC's AEC2 suppressor (no reverberation model)
+	// sometimes lets through in a quiet room. While the far end plays, a
+	// read whose decision signal is below that prediction, and whose
+	// linear output (dual path) is at most 4 dB above it, starts no
+	// utterance (EchoDominated), unless the linear guard found the user in
+	// it. Nothing changes until the room is learnt, nor in a room whose
+	// reverberation is under the noise. 0: off.
+	ReverbGuardMS int
 }
+
+// DefaultReverbGuard is the agent's measured default for the reverberation
+// guard (duplex.reverb_guard; docs/benchmarks.md, "The reverberation
+// guard"); SourceConfig's zero value leaves it off.
+const DefaultReverbGuard = true
 
 // DefaultLinearGuardDB is the agent's measured default for
 // SourceConfig.LinearGuardDB (docs/benchmarks.md, "Linear guard"); the
@@ -220,12 +239,15 @@ type Source struct {
 	frames           atomic.Int64
 	shifts           atomic.Int64
 	echoOnly         atomic.Bool
-	echoFree         atomic.Bool  // no far end for farTail: no echo in the last Read
-	farHang          int          // samples the far end still counts as playing (echo tail, suppressor release)
-	farSince         int          // samples since the far end started playing after a pause
-	erl              float64      // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
-	erle             stepQuantile // median of the canceller's echo reduction (dB) on reads with the far end playing
-	linRed           stepQuantile // LinearGuardDB: median of the linear filter's reduction (dB) on the same reads
+	echoFree         atomic.Bool   // no far end for farTail: no echo in the last Read
+	rv               *reverb.Tail  // the reverberation guard's model (ReverbGuardMS), nil: off
+	rvHeld           atomic.Int64  // reads it held
+	rvRT60           atomic.Uint64 // the learnt RT60 (float64 bits), for other goroutines
+	farHang          int           // samples the far end still counts as playing (echo tail, suppressor release)
+	farSince         int           // samples since the far end started playing after a pause
+	erl              float64       // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
+	erle             stepQuantile  // median of the canceller's echo reduction (dB) on reads with the far end playing
+	linRed           stepQuantile  // LinearGuardDB: median of the linear filter's reduction (dB) on the same reads
 	linUsed          atomic.Int64
 	dt               doubleTalker // the canceller, if it adapts to double talk
 	lin              linearOuter  // the canceller, if its uplink is a linear filter's output (Options.Uplink)
@@ -306,6 +328,9 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 		s.fr, s.drift = newFracReader(), newDriftMeter()
 	}
 	s.ls, _ = c.(leadSetter)
+	if cfg.ReverbGuardMS > 0 {
+		s.rv = reverb.New(cfg.ReverbGuardMS)
+	}
 	if cfg.FixedDelayMS > 0 {
 		s.bulk = max(0, (cfg.FixedDelayMS-cfg.MarginMS)*Rate/1000)
 		if s.ls != nil {
@@ -403,7 +428,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		copy(s.dec[n/FrameSamples*FrameSamples:n], dst[n/FrameSamples*FrameSamples:n]) // an uncancelled remainder
 		copy(s.onset[n/FrameSamples*FrameSamples:n], dst[n/FrameSamples*FrameSamples:n])
 	}
-	var eMic, eOut, eFar, eLin float64
+	var eMic, eOut, eFar, eLin, eLate float64
 	clippedEnd := -1 // end of the last mic frame of this read that clipped
 	clipped := 0     // mic frames of this read that clipped
 	for off := 0; off+FrameSamples <= n; off += FrameSamples {
@@ -446,8 +471,18 @@ func (s *Source) Read(dst []int16) (int, error) {
 			clippedEnd = off + FrameSamples
 			clipped++
 		}
-		eMic += energy(near)
-		eFar += energy(s.far)
+		eN, eF := energy(near), energy(s.far)
+		eMic += eN
+		eFar += eF
+		if s.rv != nil {
+			// The noise floor the room's decay is learnt above: the
+			// output's, which is the mic's while the far end is silent.
+			nf := 0.0
+			if s.haveNoise {
+				nf = math.Pow(10, (s.noiseDB+fullScaleDB)/10) * FrameSamples
+			}
+			eLate += s.rv.Push(eF, eN, nf)
+		}
 		s.c.Process(s.out, near, s.far)
 		eOut += energy(s.out)
 		if s.lin != nil {
@@ -649,6 +684,20 @@ func (s *Source) Read(dst []int16) (int, error) {
 		copy(s.dec[:fr], dst[:fr])
 		eDec = eLin
 	}
+	if s.rv != nil {
+		// The reverberation guard (ReverbGuardMS): the decision signal
+		// holds no more than the room's late reverberation would. With a
+		// linear filter beside the canceller, its output must hold no
+		// more than that either (within reverbLinearRatio): what it
+		// leaves of the echo is the reverberation beyond it, and a user
+		// the suppressor held down is still in it.
+		if !echo && !startEcho && !noiseOnly && !linUser && s.farHang > 0 && s.echoReads >= convergedReads && eDec < eLate &&
+			(s.lin == nil || eLin < reverbLinearRatio*eLate) {
+			startEcho = true
+			s.rvHeld.Add(1)
+		}
+		s.rvRT60.Store(math.Float64bits(s.rv.RT60()))
+	}
 	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && (echo || startEcho || noiseOnly))
 	if s.lin != nil {
 		s.onsetUse = s.farHang > 0 && reductionDB(eMic, eDec) < onsetRoomDB
@@ -659,6 +708,23 @@ func (s *Source) Read(dst []int16) (int, error) {
 	}
 	return n, nil
 }
+
+// reverbLinearRatio: the reverberation guard holds a read only while the
+// linear filter's output is at most 4 dB above the predicted late
+// reverberation (energy ratio). Measured on per-read traces (RT60 0.8 s):
+// on the reads the guard would hold, the linear output lay 0 dB from the
+// prediction at the median (90th percentile +2.6 dB) in a quiet room's
+// far-end-only replies, and +7 dB (10th percentile −0.4 dB) while a user
+// talked over the robot at SER −10 dB.
+const reverbLinearRatio = 2.5
+
+// ReverbHeld counts the reads the reverberation guard held
+// (ReverbGuardMS): they would have started an utterance.
+func (s *Source) ReverbHeld() int64 { return s.rvHeld.Load() }
+
+// RoomRT60 is the reverberation time the reverberation guard has learnt
+// from the mic, 0 while unknown or with the guard off.
+func (s *Source) RoomRT60() float64 { return math.Float64frombits(s.rvRT60.Load()) }
 
 // linearReady reports whether the linear filter's typical reduction is
 // known and meaningful: measured, on a locked drift estimate, with a

@@ -124,6 +124,8 @@ type Result struct {
 	GuardDB         float64       // the onset guard's double-talk threshold at the end
 	ChainDelay      time.Duration // near end's delay through the chain (from the double-talk correlation)
 	EchoClips       int64         // mic frames the robot's echo clipped (aec.Source.EchoClips)
+	ReverbHeld      int64         // reads the reverberation guard held (aec.Source.ReverbHeld)
+	RoomRT60        float64       // the reverberation time it learnt (s; 0: off or unknown)
 	ClipBackoffDB   float64       // how far the clip guard lowered the voice at the end (0: off or never)
 }
 
@@ -314,7 +316,7 @@ func Run(s Scenario) (Result, error) {
 		return Result{}, err
 	}
 
-	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB(), DriftPPM: asrc.DriftPPM(), EchoClips: asrc.EchoClips()}
+	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB(), DriftPPM: asrc.DriftPPM(), EchoClips: asrc.EchoClips(), ReverbHeld: asrc.ReverbHeld(), RoomRT60: asrc.RoomRT60()}
 	if guard != nil {
 		res.ClipBackoffDB = guard.BackoffDB()
 	}

@@ -263,3 +263,62 @@ func TestAtNearRateLongReply(t *testing.T) {
 		t.Errorf("10 minutes of far end: %d samples at 16 kHz, want %d", got, 600*NearRate)
 	}
 }
+
+// In a quiet room whose late reverberation outlasts the filters (RT60
+// 0.8 s, more reverberation than direct sound), WebRTC's moderate
+// suppressor lets some of the robot's reverberant voice through and the
+// robot interrupts itself; the reverberation guard (aec.SourceConfig
+// .ReverbGuardMS) holds what the room's learnt late reverberation explains.
+// The same run without the guard must show the problem (else the scene
+// proves nothing), and the guard must not hide a user who talks over the
+// robot in that room.
+func TestReverbGuardQuietReverberantRoom(t *testing.T) {
+	if !slices.Contains(aec.Available(), aec.KindWebRTC) {
+		t.Skip("no WebRTC canceller in this build (tag webrtcapm)")
+	}
+	// A voice: the simulator's speech has no such pauses and soft onsets.
+	fa, err := Espeak("Sure. The weather today is sunny with a light breeze from the west, and the temperature will reach twenty two degrees in the afternoon. Tomorrow it will be cloudy.", "en")
+	if err != nil {
+		t.Skip(err)
+	}
+	na, err := Espeak("Stop, wait a moment please.", "en+f3")
+	if err != nil {
+		t.Skip(err)
+	}
+	far, near := ToMono(fa, FarRate), ToMono(na, NearRate)
+	rc := room.Config{DelayMS: 60, EchoGainDB: 0, RT60: 0.8, DRRDB: -1, DriftPPM: 100, Seed: 1}
+	base := Scenario{Far: far, Near: near, Replies: 6, GapMS: 800, LeadMS: 1000, Room: rc,
+		AEC:     aec.Options{Kind: aec.KindWebRTC, Uplink: aec.BestUplink(aec.KindWebRTC)},
+		Align:   aec.SourceConfig{GuardMarginDB: aec.DefaultGuardMarginDB, DriftCompensation: true, LinearGuardDB: aec.DefaultLinearGuardDB},
+		Capture: capture.Config{Mode: capture.ModeVAD}, Seed: 3}
+	guarded := base
+	guarded.Align.ReverbGuardMS = guarded.AEC.FilterMS()
+	off, err := Run(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, err := Run(guarded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("false barge-ins in %d replies: %d without the guard, %d with it (%d reads held, RT60 learnt %.2f s)", base.Replies, off.FalseBargeIns, on.FalseBargeIns, on.ReverbHeld, on.RoomRT60)
+	if off.FalseBargeIns < 3 {
+		t.Fatalf("without the guard only %d false barge-ins: the scene does not show the problem", off.FalseBargeIns)
+	}
+	if on.FalseBargeIns*3 > off.FalseBargeIns || on.ReverbHeld == 0 {
+		t.Errorf("with the guard %d false barge-ins (%d without), %d reads held: want at most a third", on.FalseBargeIns, off.FalseBargeIns, on.ReverbHeld)
+	}
+	if on.RoomRT60 < 0.6 || on.RoomRT60 > 1.0 {
+		t.Errorf("RT60 learnt %.2f s, the room's 0.8 s", on.RoomRT60)
+	}
+	bi := guarded
+	bi.BargeIn, bi.SERDB = true, -10
+	rb, err := Run(bi)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("barge-in at SER -10 dB with the guard: %d/%d started, %d within 300 ms", len(rb.Onsets), rb.Phrases, rb.BargeInsIn300ms)
+	if len(rb.Onsets) < rb.Phrases*3/4 {
+		t.Errorf("barge-in with the guard: %d/%d phrases started an utterance", len(rb.Onsets), rb.Phrases)
+	}
+}

@@ -31,6 +31,7 @@ import (
 //	  guard_margin_db: 10     # > 0: ... or more than the canceller's typical reduction minus this; 0: the fixed double_talk_db
 //	  noise_guard_db: 6       # reads less than this above the output's noise floor count as echo while the robot speaks (0: off)
 //	  linear_guard_db: 10     # with a linear-gated uplink: a read whose linear-filter reduction falls this far below its median is the user (0: off)
+//	  reverb_guard: true      # a read holding no more than the room's late reverberation (learnt from the mic) starts no utterance while the robot speaks
 //	  drift_compensation: true # estimate the speaker/mic clock offset from the echo, resample the far end to the mic's clock
 //	  uplink: auto            # what goes up: canceller | linear | linear-gated (a speex linear filter beside the canceller; auto: the measured default)
 //	  webrtc_delay: agnostic  # agnostic (WebRTC's delay-agnostic mode on top of the estimator) | estimator
@@ -60,6 +61,7 @@ type duplexConfig struct {
 	GuardMarginDB    float64     `yaml:"guard_margin_db"`
 	NoiseGuardDB     float64     `yaml:"noise_guard_db"`
 	LinearGuardDB    float64     `yaml:"linear_guard_db"`
+	ReverbGuard      bool        `yaml:"reverb_guard"`
 	DriftComp        bool        `yaml:"drift_compensation"`
 	Uplink           string      `yaml:"uplink"`
 	WebRTCDelay      string      `yaml:"webrtc_delay"`
@@ -112,7 +114,7 @@ func (c duckConfig) config() duck.Config {
 
 func defaultDuplex() duplexConfig {
 	return duplexConfig{AEC: aecAuto, Suppression: aec.DefaultSuppression, DoubleTalkDB: aec.DefaultDoubleTalkDB,
-		GuardMarginDB: aec.DefaultGuardMarginDB, NoiseGuardDB: aec.DefaultNoiseGuardDB, LinearGuardDB: aec.DefaultLinearGuardDB, DriftComp: aec.DefaultDriftCompensation, WebRTCDelay: aec.DefaultDelay,
+		GuardMarginDB: aec.DefaultGuardMarginDB, NoiseGuardDB: aec.DefaultNoiseGuardDB, LinearGuardDB: aec.DefaultLinearGuardDB, ReverbGuard: aec.DefaultReverbGuard, DriftComp: aec.DefaultDriftCompensation, WebRTCDelay: aec.DefaultDelay,
 		Uplink:     aecAuto,
 		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate(),
 		Duck: duckConfig{Enabled: defaultDuckEnabled, DepthDB: duck.DefaultDepthDB, HoldMS: int(duck.DefaultHold / time.Millisecond),
@@ -228,6 +230,16 @@ func (c duplexConfig) uplinkKind(kind string) string {
 	return c.Uplink
 }
 
+// reverbGuard is SourceConfig.ReverbGuardMS for reverb_guard: the
+// canceller's filter length (the reverberation beyond it is what the
+// guard predicts), 0: off.
+func (c duplexConfig) reverbGuard(o aec.Options) int {
+	if !c.ReverbGuard {
+		return 0
+	}
+	return o.FilterMS()
+}
+
 // noiseGuard is SourceConfig.NoiseGuardDB for noise_guard_db (0: off).
 func (c duplexConfig) noiseGuard() float64 {
 	if c.NoiseGuardDB == 0 {
@@ -284,7 +296,8 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 		return nil, fmt.Errorf("duplex: echo canceller needs a mono speaker stream, have %v", f)
 	}
 	up := d.uplinkKind(kind)
-	c, err := aec.New(aec.Options{Kind: kind, Suppression: d.Suppression, NoiseSuppression: d.NoiseSuppression, Delay: d.WebRTCDelay, Uplink: up, TailMS: d.TailMS})
+	opts := aec.Options{Kind: kind, Suppression: d.Suppression, NoiseSuppression: d.NoiseSuppression, Delay: d.WebRTCDelay, Uplink: up, TailMS: d.TailMS}
+	c, err := aec.New(opts)
 	if err != nil {
 		return nil, fmt.Errorf("duplex.aec %q: %w", kind, err)
 	}
@@ -295,11 +308,11 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	}
 	a.closers = append(a.closers, c.Close)
 	a.speaker = aec.NewTap(a.speaker, ref, a.clk)
-	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB, DriftCompensation: d.DriftComp, NoiseGuardDB: d.noiseGuard(), LinearGuardDB: d.LinearGuardDB})
+	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB, DriftCompensation: d.DriftComp, NoiseGuardDB: d.noiseGuard(), LinearGuardDB: d.LinearGuardDB, ReverbGuardMS: d.reverbGuard(opts)})
 	a.mic = src
 	a.aecRef, a.aecSrc = ref, src
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
-		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB, "noise_guard_db", d.NoiseGuardDB, "linear_guard_db", d.LinearGuardDB, "tail_ms", d.TailMS, "uplink", up)
+		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB, "noise_guard_db", d.NoiseGuardDB, "linear_guard_db", d.LinearGuardDB, "reverb_guard", d.ReverbGuard, "tail_ms", d.TailMS, "uplink", up)
 	if d.ClipGuard.Enabled {
 		// Above the tap, like the duck: the reference is what the device
 		// plays, lowered or not.

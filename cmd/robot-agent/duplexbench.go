@@ -66,7 +66,7 @@ Flags:
 type duplexFlags struct {
 	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, irOut, webrtcDelay, uplink string
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                          int
-	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard                                                              bool
+	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard                                                 bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs                                                                           string
 	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup                                                                   int
 	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient                                                                 float64
@@ -83,6 +83,16 @@ type aecVariant struct {
 	dc    bool
 	nf    float64
 	lg    float64
+	rg    bool
+}
+
+// reverbLag is the variant's SourceConfig.ReverbGuardMS: its filters'
+// length, 0 with the guard off.
+func reverbLag(k aecVariant) int {
+	if !k.rg {
+		return 0
+	}
+	return k.opts.FilterMS()
 }
 
 func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
@@ -91,7 +101,7 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 	if up == "auto" {
 		up = aec.BestUplink(parts[0])
 	}
-	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay, Uplink: up}, mgn: f.marginMS, guard: f.guardDB, lg: f.linGuardDB, dc: f.driftComp}
+	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay, Uplink: up}, mgn: f.marginMS, guard: f.guardDB, lg: f.linGuardDB, dc: f.driftComp, rg: f.reverbGuard}
 	if !slices.Contains(aec.Kinds, parts[0]) {
 		return v, fmt.Errorf("--aec %q is not one of %v", parts[0], aec.Kinds)
 	}
@@ -101,6 +111,8 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 		switch {
 		case p == "dc" || p == "nodc":
 			v.dc = p == "dc"
+		case p == "rg" || p == "norg":
+			v.rg = p == "rg"
 		case strings.HasPrefix(p, "g") && func() bool { _, err := fmt.Sscanf(p, "g%g", &g); return err == nil }():
 			v.guard = g
 		case p == "low" || p == "moderate" || p == "high":
@@ -126,7 +138,7 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 		case strings.HasPrefix(p, "m") && func() bool { _, err := fmt.Sscanf(p, "m%d", &ms); return err == nil }():
 			v.mgn = ms
 		default:
-			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>, g<guard margin dB>, nf<noise guard dB>, lg<linear guard dB, 0 off>, canc, lin, lingate, dc, nodc)", spec, p)
+			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>, g<guard margin dB>, nf<noise guard dB>, lg<linear guard dB, 0 off>, canc, lin, lingate, dc, nodc, rg, norg)", spec, p)
 		}
 	}
 	return v, v.opts.Validate()
@@ -140,7 +152,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.far, "far", "", "far-end WAV (the robot's reply; any rate, channels mixed, integer or float samples)")
 	fs.StringVar(&f.near, "near", "", "near-end WAV (the user's phrase)")
 	fs.StringVar(&f.out, "out", "", "write the uplink (what the pump delivered, 16 kHz) to this WAV; with several --aec, NAME-<kind>.wav")
-	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off, nf6 = noise guard margin in dB, nf-1 = off, lg10 = the linear guard's margin in dB (--linear-guard-db; lg0 = off), canc/lin/lingate = the uplink (default: the agent's, --uplink): the canceller's output, a linear filter's, the guard and VAD judge the canceller's, lingate = that output only while the guard finds the user, the canceller's otherwise)")
+	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off, rg/norg = the reverberation guard on/off (--reverb-guard), nf6 = noise guard margin in dB, nf-1 = off, lg10 = the linear guard's margin in dB (--linear-guard-db; lg0 = off), canc/lin/lingate = the uplink (default: the agent's, --uplink): the canceller's output, a linear filter's, the guard and VAD judge the canceller's, lingate = that output only while the guard finds the user, the canceller's otherwise)")
 	fs.StringVar(&f.webrtcDelay, "webrtc-delay", aec.DefaultDelay, "webrtc delay handling: estimator (the agent's delay estimator only) or agnostic (plus the APM's delay-agnostic mode)")
 	fs.IntVar(&f.marginMS, "margin-ms", 0, "far-end lead over the estimated delay (0: the canceller's own, webrtc 48, speex 8)")
 	fs.Float64Var(&f.linGuardDB, "linear-guard-db", aec.DefaultLinearGuardDB, "linear guard (dual-path uplinks): a read whose linear-filter reduction falls this far below its running median counts as the user; 0: off (the agent's duplex.linear_guard_db)")
@@ -148,6 +160,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.driftComp, "drift-comp", aec.DefaultDriftCompensation, "estimate the speaker/mic clock offset from the echo and resample the far end to the mic's clock")
 	fs.StringVar(&f.uplink, "uplink", "auto", "what goes up: canceller, linear, linear-gated (a speex linear filter beside the canceller), auto = the agent's default for each canceller")
 	fs.BoolVar(&f.speakerClock, "speaker-clock", false, "the agent's clock is the speaker's (the far end is written at the speaker's pace, 80 ms ahead) rather than the mic's; on unless set for a negative --drift-ppm (a slower mic: on its clock the echo overtakes the far end written within a minute or two)")
+	fs.BoolVar(&f.reverbGuard, "reverb-guard", aec.DefaultReverbGuard, "reverberation guard: a read holding no more than the room's predicted late reverberation starts no utterance while the robot speaks (the agent's duplex.reverb_guard; per variant :rg / :norg)")
 	fs.BoolVar(&f.clipGuard, "clip-guard", defaultClipGuardEnabled, "lower the robot's voice while its echo clips the mic, in 3 dB steps (the agent's duplex.clip_guard; its defaults)")
 	fs.BoolVar(&f.ns, "ns", false, "turn on the canceller library's noise suppressor")
 	fs.StringVar(&f.suppression, "suppression", aec.DefaultSuppression, "webrtc residual echo suppression: low, moderate, high")
@@ -263,7 +276,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
 			AEC:     k.opts,
-			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg},
+			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbLag(k)},
 			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
 		if f.clipGuard {
 			sc.ClipGuard = &clipguard.Config{}
@@ -290,6 +303,9 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			num(r.Precision), num(r.Recall), onsets(r), r.Clipped, r.Phrases, falseCol(r),
 			fmt.Sprintf("%d/%d", r.BargeInsIn300ms, r.Phrases), r.DelayEstimate.Round(time.Millisecond), r.DelayShifts, driftCol(k.dc, r.DriftPPM), r.GuardDB, r.ChainDelay,
 			100*r.CPUPerSecond.Seconds())
+		if k.rg && r.ReverbHeld > 0 {
+			notes = append(notes, fmt.Sprintf("%s: the reverberation guard held %d reads (room RT60 learnt from the mic: %.2f s)", k.name, r.ReverbHeld, r.RoomRT60))
+		}
 		if r.EchoClips > 0 {
 			notes = append(notes, fmt.Sprintf("%s: the robot's echo clipped the mic in %d frames of 10 ms; %s", k.name, r.EchoClips,
 				map[bool]string{true: fmt.Sprintf("the clip guard lowered its voice by %.0f dB", r.ClipBackoffDB), false: "no clip guard (--clip-guard=false)"}[f.clipGuard]))

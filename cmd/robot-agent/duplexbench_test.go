@@ -8,7 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/robot-agent/robot-agent/aec"
 	"github.com/robot-agent/robot-agent/codec/wav"
+	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/room"
 )
 
@@ -247,5 +249,32 @@ func TestDuplexBenchIROut(t *testing.T) {
 	// error, not a bench run that ignores it.
 	if code, stdout, errs := runCLI("duplex-bench", "--ir-out", filepath.Join(dir, "alone.wav"), "--replies", "1"); code != 2 || stdout != "" || strings.Count(errs, "\n") != 1 || !strings.Contains(errs, "--ir-out goes with --echo-played and --echo-recorded") {
 		t.Errorf("--ir-out alone: exit %d, stdout %q, stderr %q", code, stdout, errs)
+	}
+}
+
+// duplex.reverb_guard: on by default with the canceller's filter length as
+// the lag the late reverberation is predicted beyond; false turns it off.
+func TestDuplexReverbGuardConfig(t *testing.T) {
+	for _, tt := range []struct {
+		yaml string
+		opts aec.Options
+		want int
+	}{
+		{"", aec.Options{Kind: aec.KindWebRTC}, aec.DefaultLinearTailMS},
+		{"", aec.Options{Kind: aec.KindSpeex}, aec.DefaultTailMS},
+		{"duplex:\n  tail_ms: 384\n", aec.Options{Kind: aec.KindWebRTC, TailMS: 384}, 384},
+		{"duplex:\n  reverb_guard: false\n", aec.Options{Kind: aec.KindWebRTC}, 0},
+	} {
+		var cfg config.Config
+		if err := config.Decode(strings.NewReader(tt.yaml), &cfg, extraSections...); err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		d, err := loadDuplex(cfg, func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("%q: %v", tt.yaml, err)
+		}
+		if got := d.reverbGuard(tt.opts); got != tt.want {
+			t.Errorf("%q, %+v: ReverbGuardMS %d, want %d", tt.yaml, tt.opts, got, tt.want)
+		}
 	}
 }

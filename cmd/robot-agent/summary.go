@@ -40,6 +40,12 @@ func (a *agent) writeSummary(w io.Writer) {
 		fmt.Fprintf(w, "  speaker:   the robot's echo clipped the mic in %d frames of 10 ms; its voice was lowered %d time(s), %d dB down at exit (duplex.clip_guard: turn the speaker or the mic gain down)\n",
 			n, v(clipguard.MetricDown), v(clipguard.MetricBackoff))
 	}
+	if a.aecSrc != nil {
+		if rt := a.aecSrc.RoomRT60(); rt > 0 {
+			fmt.Fprintf(w, "  room:      reverberation time %.2f s learnt from the mic; %d read(s) of the robot's own late reverberation kept from starting an utterance (duplex.reverb_guard)\n",
+				rt, a.aecSrc.ReverbHeld())
+		}
+	}
 	st := a.player.Stats()
 	fmt.Fprintf(w, "  buffer:    peak %.1f s of %.0f s cap (%.1f MiB allocated), %.1f s time-stretched, %d samples lost to overflow in %d response(s)\n",
 		float64(st.Peak)/24000, float64(a.player.CapacitySamples())/24000, float64(st.AllocatedSamples)*2/(1<<20),
