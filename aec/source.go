@@ -429,6 +429,13 @@ func (s *Source) Read(dst []int16) (int, error) {
 		copy(s.onset[n/FrameSamples*FrameSamples:n], dst[n/FrameSamples*FrameSamples:n])
 	}
 	var eMic, eOut, eFar, eLin, eLate float64
+	// The noise floor the reverberation guard learns the room's decay
+	// above (energy per frame): the output's, which is the mic's while the
+	// far end is silent; it moves only after this read's frames.
+	rvNoise := 0.0
+	if s.rv != nil && s.haveNoise {
+		rvNoise = math.Pow(10, (s.noiseDB+fullScaleDB)/10) * FrameSamples
+	}
 	clippedEnd := -1 // end of the last mic frame of this read that clipped
 	clipped := 0     // mic frames of this read that clipped
 	for off := 0; off+FrameSamples <= n; off += FrameSamples {
@@ -475,13 +482,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		eMic += eN
 		eFar += eF
 		if s.rv != nil {
-			// The noise floor the room's decay is learnt above: the
-			// output's, which is the mic's while the far end is silent.
-			nf := 0.0
-			if s.haveNoise {
-				nf = math.Pow(10, (s.noiseDB+fullScaleDB)/10) * FrameSamples
-			}
-			eLate += s.rv.Push(eF, eN, nf)
+			eLate += s.rv.Push(eF, eN, rvNoise)
 		}
 		s.c.Process(s.out, near, s.far)
 		eOut += energy(s.out)

@@ -188,9 +188,8 @@ func (m *median) push(x float64) {
 		m.first[m.n] = x
 	case m.n == startFrames-1:
 		m.first[m.n] = x
-		s := m.first
-		slices.Sort(s[:])
-		m.v = s[startFrames/2]
+		slices.Sort(m.first[:])
+		m.v = m.first[startFrames/2]
 	case x > m.v:
 		m.v += m.step
 	case x < m.v:

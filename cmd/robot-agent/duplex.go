@@ -230,11 +230,15 @@ func (c duplexConfig) uplinkKind(kind string) string {
 	return c.Uplink
 }
 
-// reverbGuard is SourceConfig.ReverbGuardMS for reverb_guard: the
-// canceller's filter length (the reverberation beyond it is what the
-// guard predicts), 0: off.
-func (c duplexConfig) reverbGuard(o aec.Options) int {
-	if !c.ReverbGuard {
+// reverbGuard is SourceConfig.ReverbGuardMS for reverb_guard.
+func (c duplexConfig) reverbGuard(o aec.Options) int { return reverbGuardMS(c.ReverbGuard, o) }
+
+// reverbGuardMS is SourceConfig.ReverbGuardMS for a reverberation guard
+// on or off with canceller o: its filter length (the reverberation beyond
+// it is what the guard predicts), 0: off. The agent and duplex-bench both
+// take it from here.
+func reverbGuardMS(on bool, o aec.Options) int {
+	if !on {
 		return 0
 	}
 	return o.FilterMS()

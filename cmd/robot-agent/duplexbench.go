@@ -86,15 +86,6 @@ type aecVariant struct {
 	rg    bool
 }
 
-// reverbLag is the variant's SourceConfig.ReverbGuardMS: its filters'
-// length, 0 with the guard off.
-func reverbLag(k aecVariant) int {
-	if !k.rg {
-		return 0
-	}
-	return k.opts.FilterMS()
-}
-
 func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 	parts := strings.Split(spec, ":")
 	up := f.uplink
@@ -276,7 +267,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
 			AEC:     k.opts,
-			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbLag(k)},
+			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts)},
 			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
 		if f.clipGuard {
 			sc.ClipGuard = &clipguard.Config{}
