@@ -51,7 +51,26 @@ type VADScene struct {
 	// NS runs WebRTC's noise suppressor (aec kind webrtc with
 	// NoiseSuppression, far end silent) before the detector.
 	NS bool
+	// LookaheadMS lists lookaheads (multiples of 20 ms, 0..1000) for
+	// which the frame counts are also taken with the decision made that
+	// much later (VADResult.Lookahead).
+	LookaheadMS []int
 }
+
+// Lookahead is the frame counts of a decision made LookaheadMS after the
+// frame: a frame is speech when the detector called it or any frame that
+// starts within LookaheadMS after it. It is what a pre-roll of that length
+// does for an utterance: once the detector fires, the frames just before
+// are taken in too. A speech onset is still reported when the detector
+// fires (VADResult.RawOnsets does not change); a frame is only known to
+// be non-speech LookaheadMS later.
+type Lookahead struct {
+	MS                              int
+	Frames, FramesActive, FramesP56 VADCounts
+}
+
+// MaxLookaheadMS bounds VADScene.LookaheadMS.
+const MaxLookaheadMS = 1000
 
 // VADCounts are per-frame decisions against labels.
 type VADCounts struct{ TP, FP, FN, TN int }
@@ -104,6 +123,9 @@ type VADResult struct {
 	// (ITU-T P.56 method B activity): 20 ms when the detector fires on that
 	// frame, less when it fired on a fainter frame before it.
 	RawOnsetsP56 []time.Duration
+	// RawOnsetsActive: the same against the first frame LabelsActive
+	// marks (within 15.9 dB of the active level, no hangover).
+	RawOnsetsActive []time.Duration
 	// Onsets: the pump's utterance starts (decision time) minus the start of
 	// the phrase's first labelled frame; with min_speech_ms 60 the least
 	// possible is 60 ms.
@@ -111,6 +133,9 @@ type VADResult struct {
 	// OnsetsActive: the same starts against the phrase's first frame
 	// labelled by LabelsActive.
 	OnsetsActive []time.Duration
+	// Lookahead: per VADScene.LookaheadMS, the same three counts with
+	// that lookahead.
+	Lookahead []Lookahead
 	// Clipped: phrases whose first labelled frame was not delivered (the
 	// pre-roll did not reach back to it) or that were never delivered.
 	Clipped, Phrases int
@@ -154,6 +179,11 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	}
 	if sc.LeadMS <= 0 {
 		sc.LeadMS = 1000
+	}
+	for _, ms := range sc.LookaheadMS {
+		if ms < 0 || ms > MaxLookaheadMS || ms%frameMS != 0 {
+			return VADResult{}, fmt.Errorf("%w: lookahead %d ms is not a multiple of %d ms in 0..%d", ErrScenario, ms, frameMS, MaxLookaheadMS)
+		}
 	}
 	const level = -20.0
 	near := slices.Clone(sc.Near)
@@ -242,8 +272,21 @@ func RunVAD(sc VADScene) (VADResult, error) {
 		res.FramesP56.count(called[i], p56[i])
 	}
 	det.Close()
+	for _, ms := range sc.LookaheadMS {
+		la := Lookahead{MS: ms}
+		for i, c := range lookahead(called, ms/frameMS) {
+			if i*micFrame >= trials || i*micFrame < warm {
+				continue
+			}
+			la.Frames.count(c, labels[i])
+			la.FramesActive.count(c, active[i])
+			la.FramesP56.count(c, p56[i])
+		}
+		res.Lookahead = append(res.Lookahead, la)
+	}
 	res.RawOnsets = rawOnsets(called, phrases, func(i int) int { return phrases[i].onset })
 	res.RawOnsetsP56 = rawOnsets(called, phrases, func(i int) int { return onsetP56[i] })
+	res.RawOnsetsActive = rawOnsets(called, phrases, func(i int) int { return onsetActive[i] })
 
 	// The pump with the detector.
 	clk := clock.NewFake()
@@ -293,6 +336,20 @@ func RunVAD(sc VADScene) (VADResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// lookahead returns called with each frame also called speech when one of
+// the next n frames is.
+func lookahead(called []bool, n int) []bool {
+	out := make([]bool, len(called))
+	next := -1 // the first called frame at or after i
+	for i := len(called) - 1; i >= 0; i-- {
+		if called[i] {
+			next = i
+		}
+		out[i] = next >= 0 && next-i <= n
+	}
+	return out
 }
 
 // rawOnsets returns, per phrase with a labelled onset (sample index

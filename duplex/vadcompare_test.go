@@ -220,3 +220,59 @@ func TestRawOnsets(t *testing.T) {
 		}
 	}
 }
+
+func TestLookaheadTakesInTheFramesBefore(t *testing.T) {
+	called := []bool{false, false, false, true, false, false, false, true, true}
+	for _, tc := range []struct {
+		n    int
+		want []bool
+	}{
+		{0, called},
+		{1, []bool{false, false, true, true, false, false, true, true, true}},
+		{2, []bool{false, true, true, true, false, true, true, true, true}},
+		{4, []bool{true, true, true, true, true, true, true, true, true}},
+	} {
+		if got := lookahead(called, tc.n); !slices.Equal(got, tc.want) {
+			t.Errorf("lookahead %d: %v, want %v", tc.n, got, tc.want)
+		}
+	}
+}
+
+// A lookahead finds the onset frames the detector calls late (recall up)
+// at a few more false positives; 0 is the detector's own counts, and the
+// onsets are the detector's whatever the lookahead.
+func TestRunVADLookahead(t *testing.T) {
+	near := Synthetic(1500*time.Millisecond, 2)
+	sc := VADScene{Near: near, Trials: 3, Noise: room.NoisePink, SNRDB: 5, Seed: 1, VAD: capture.VADConfig{Detector: "spectral"}, LookaheadMS: []int{0, 40, 200}}
+	r, err := RunVAD(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Lookahead) != 3 || r.Lookahead[0].Frames != r.Frames || r.Lookahead[0].FramesActive != r.FramesActive || r.Lookahead[0].FramesP56 != r.FramesP56 {
+		t.Fatalf("lookahead 0 differs from the detector's counts: %+v vs %+v", r.Lookahead, r.Frames)
+	}
+	for i := 1; i < len(r.Lookahead); i++ {
+		a, b := r.Lookahead[i-1].FramesActive, r.Lookahead[i].FramesActive
+		t.Logf("%d ms: P56 recall %.3f, false positives %.3f", r.Lookahead[i].MS, b.Recall(), b.FPR())
+		if a.TP+a.FP+a.FN+a.TN != b.TP+b.FP+b.FN+b.TN || b.TP < a.TP || b.FP < a.FP {
+			t.Errorf("%d ms: %+v after %+v", r.Lookahead[i].MS, b, a)
+		}
+	}
+	if last := r.Lookahead[2].FramesActive; last.TP <= r.FramesActive.TP {
+		t.Errorf("200 ms lookahead found no more speech: %+v vs %+v", last, r.FramesActive)
+	}
+	sc.LookaheadMS = nil
+	r0, err := RunVAD(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r0.RawOnsets, r.RawOnsets) || !slices.Equal(r0.RawOnsetsActive, r.RawOnsetsActive) || !slices.Equal(r0.Onsets, r.Onsets) {
+		t.Errorf("onsets moved with the lookahead: %v %v vs %v %v", r.RawOnsets, r.Onsets, r0.RawOnsets, r0.Onsets)
+	}
+	for _, ms := range []int{-20, 30, MaxLookaheadMS + 20} {
+		sc.LookaheadMS = []int{ms}
+		if _, err := RunVAD(sc); !errors.Is(err, ErrScenario) {
+			t.Errorf("lookahead %d ms: %v", ms, err)
+		}
+	}
+}

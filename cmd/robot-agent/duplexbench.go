@@ -67,7 +67,7 @@ type duplexFlags struct {
 	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, irOut, webrtcDelay, uplink string
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                          int
 	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard                                                 bool
-	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs                                                                           string
+	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                             string
 	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup                                                                   int
 	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient                                                                 float64
 	rc                                                                                                                       room.Config
@@ -182,6 +182,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.vadSeeds, "vad-seeds", 2, "--vad-compare: noise seeds per phrase (--seed, --seed+1, ...)")
 	fs.IntVar(&f.vadWarmup, "vad-warmup-s", 0, "--vad-compare: seconds of noise alone before each stream, run through but not counted (detectors that learn their background have learnt it)")
 	fs.IntVar(&f.vadIdle, "vad-idle-s", 0, "--vad-compare: seconds of noise alone after each phrase's trials (utterances started there: idle starts/min)")
+	fs.StringVar(&f.vadLookahead, "vad-lookahead-ms", "0,40", "--vad-compare: frame decisions also with these lookaheads (ms, multiples of 20, comma-separated; a row each, detector+la40): a frame is speech when the detector calls it or a frame within that long after it, as a pre-roll takes in the frames before an onset; onsets stay those of the detection")
 	fs.IntVar(&f.vadMinSpeech, "vad-min-speech-ms", 0, "--vad-compare: the pump's min speech in ms (0: capture's default, 60)")
 	fs.IntVar(&f.vadGradual, "vad-gradual-ms", 0, "the pump's min speech after a gradual onset (a voice rising, not a knock) in ms (0: capture's default, 40; negative: off; needs the transient guard)")
 	fs.Float64Var(&f.vadTransient, "vad-transient-db", 0, "the pump's transient guard (knocks, claps), dB of decay per 20 ms (0: capture's default, negative: off)")

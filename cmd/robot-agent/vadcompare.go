@@ -176,6 +176,19 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 	if f.vadSeeds < 1 || f.vadSeeds > 100 {
 		return fail(2, "--vad-seeds %d out of range 1..100", f.vadSeeds)
 	}
+	var aheads []int
+	for _, v := range strings.Split(f.vadLookahead, ",") {
+		if v = strings.TrimSpace(v); v == "" {
+			continue
+		}
+		x, err := strconv.Atoi(v)
+		if err != nil || x < 0 || x > duplex.MaxLookaheadMS || x%20 != 0 {
+			return fail(2, "--vad-lookahead-ms: %q is not a multiple of 20 in 0..%d", v, duplex.MaxLookaheadMS)
+		}
+		if x > 0 && !slices.Contains(aheads, x) {
+			aheads = append(aheads, x)
+		}
+	}
 	names := defaultVADCandidates()
 	if f.vadDetectors != "" {
 		names = strings.Split(f.vadDetectors, ",")
@@ -222,20 +235,25 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 	if f.vadWarmup > 0 {
 		fmt.Fprintf(stdout, "warm-up: %d s of noise alone before each stream's lead, not counted\n", f.vadWarmup)
 	}
-	fmt.Fprintln(stdout, "onset: raw = end of the detector's first speech frame - phrase onset (L40, and P.56B; 20 ms = on the onset frame); pump = utterance start decision - onset (L40, and P56; min speech best)")
+	if len(aheads) > 0 {
+		fmt.Fprintln(stdout, "lookahead: rows detector+laN count a frame as speech when the detector calls it or a frame starting within N ms after it")
+		fmt.Fprintln(stdout, "  (the decision N ms later, as a pre-roll takes in the frames before an onset); their onsets and pump columns are the detector's")
+	}
+	fmt.Fprintln(stdout, "onset: raw = end of the detector's first speech frame - phrase onset (L40, P.56B and P56; 20 ms = on the onset frame); pump = utterance start decision - onset (L40, and P56; min speech best)")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "detector\tnoise\tSNR\tL40 P/R/FP\tP56 P/R/FP\tP.56B P/R/FP\traw onset p50/p95\traw onset (P.56B)\tpump onset p50/p95\tpump onset (P56)\tclipped\tfalse starts\tidle starts/min")
+	fmt.Fprintln(tw, "detector\tnoise\tSNR\tL40 P/R/FP\tP56 P/R/FP\tP.56B P/R/FP\traw onset p50/p95\traw onset (P.56B)\traw onset (P56)\tpump onset p50/p95\tpump onset (P56)\tclipped\tfalse starts\tidle starts/min")
 cand:
 	for _, c := range cands {
 		for _, noise := range noises {
 			for _, snr := range snrs {
 				var fr, fa, fp56 duplex.VADCounts
-				var raw, rawP56, pump, pumpA []time.Duration
+				la := make([]duplex.Lookahead, len(aheads))
+				var raw, rawP56, rawA, pump, pumpA []time.Duration
 				var clipped, phr, falseStarts, idle int
 				for _, p := range phrases {
 					for s := range f.vadSeeds {
 						r, err := duplex.RunVAD(duplex.VADScene{Near: p.samples, Trials: f.replies, GapMS: f.gapMS, Noise: noise, NoiseRec: recorded[noise], SNRDB: snr,
-							Seed: uint64(f.seed + s), VAD: c.cfg, NS: c.ns, IdleMS: 1000 * f.vadIdle, WarmupMS: 1000 * f.vadWarmup})
+							Seed: uint64(f.seed + s), VAD: c.cfg, NS: c.ns, IdleMS: 1000 * f.vadIdle, WarmupMS: 1000 * f.vadWarmup, LookaheadMS: aheads})
 						if errors.Is(err, vad.ErrNotBuiltIn) || errors.Is(err, aec.ErrNotBuiltIn) {
 							fmt.Fprintf(stdout, "%s: not built in (%v)\n", c.name, err)
 							continue cand
@@ -244,13 +262,20 @@ cand:
 							return fail(1, "%s: %v", c.name, err)
 						}
 						fr, fa, fp56 = fr.Add(r.Frames), fa.Add(r.FramesActive), fp56.Add(r.FramesP56)
-						raw, rawP56 = append(raw, r.RawOnsets...), append(rawP56, r.RawOnsetsP56...)
+						for i, l := range r.Lookahead {
+							la[i].Frames, la[i].FramesActive, la[i].FramesP56 = la[i].Frames.Add(l.Frames), la[i].FramesActive.Add(l.FramesActive), la[i].FramesP56.Add(l.FramesP56)
+						}
+						raw, rawP56, rawA = append(raw, r.RawOnsets...), append(rawP56, r.RawOnsetsP56...), append(rawA, r.RawOnsetsActive...)
 						pump, pumpA = append(pump, r.Onsets...), append(pumpA, r.OnsetsActive...)
 						clipped, phr, falseStarts, idle = clipped+r.Clipped, phr+r.Phrases, falseStarts+r.FalseStarts, idle+r.IdleStarts
 					}
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%v dB\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s\n", c.name, noise, snr, prf(fr), prf(fa), prf(fp56),
-					pctl(raw, len(raw), phr), pctl(rawP56, len(rawP56), phr), pctl(pump, len(pump), phr), pctl(pumpA, len(pumpA), phr), clipped, phr, falseStarts, idleRate(idle, len(phrases)*f.vadSeeds*f.vadIdle))
+				rest := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s", pctl(raw, len(raw), phr), pctl(rawP56, len(rawP56), phr), pctl(rawA, len(rawA), phr), pctl(pump, len(pump), phr), pctl(pumpA, len(pumpA), phr),
+					clipped, phr, falseStarts, idleRate(idle, len(phrases)*f.vadSeeds*f.vadIdle))
+				fmt.Fprintf(tw, "%s\t%s\t%v dB\t%s\t%s\t%s\t%s\n", c.name, noise, snr, prf(fr), prf(fa), prf(fp56), rest)
+				for i, l := range la {
+					fmt.Fprintf(tw, "%s+la%d\t%s\t%v dB\t%s\t%s\t%s\t%s\n", c.name, aheads[i], noise, snr, prf(l.Frames), prf(l.FramesActive), prf(l.FramesP56), rest)
+				}
 			}
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,9 @@ func TestVADCompareFlagErrors(t *testing.T) {
 		{[]string{"--vad-warmup-s", "601"}, "--vad-warmup-s 601 out of range 0..600"},
 		{[]string{"--vad-transient-db", "25"}, "--vad-transient-db 25 out of range: at most 20"},
 		{[]string{"--vad-gradual-ms", "1001"}, "--vad-gradual-ms 1001 out of range: at most 1000"},
+		{[]string{"--vad-lookahead-ms", "0,30"}, `--vad-lookahead-ms: "30" is not a multiple of 20 in 0..1000`},
+		{[]string{"--vad-lookahead-ms", "soon"}, `--vad-lookahead-ms: "soon"`},
+		{[]string{"--vad-lookahead-ms", "1020"}, `--vad-lookahead-ms: "1020"`},
 		{[]string{"--vad-noises", "knocks,hail"}, `--vad-noises: "hail"`},
 		{[]string{"--vad-detectors", "energy,neural"}, `kind "neural"`},
 		{[]string{"--vad-detectors", "webrtc:x"}, `mode "x"`},
@@ -69,18 +73,32 @@ func TestVADCompareRuns(t *testing.T) {
 	if !strings.Contains(stdout, "2 near-end phrases (files) x 2 trials x 1 seeds") || !strings.Contains(stdout, "min speech 40 ms, transient guard off, gradual start off") {
 		t.Errorf("header:\n%s", stdout)
 	}
-	rows := 0
+	rows, ahead := 0, 0
+	var last []string // the detector's own row before its +la40 row
 	for _, l := range strings.Split(stdout, "\n") {
 		f := strings.Fields(l)
-		if len(f) > 3 && (f[0] == "energy" || f[0] == "spectral" || f[0] == "spectral:50/-1") && (f[1] == "pink" || f[1] == "motor") && f[2] == "10" {
+		if len(f) < 12 || (f[1] != "pink" && f[1] != "motor") || f[2] != "10" {
+			continue
+		}
+		switch f[0] {
+		case "energy", "spectral", "spectral:50/-1":
 			rows++
+			last = f
+		case "energy+la40", "spectral+la40", "spectral:50/-1+la40":
+			ahead++
+			// Same onsets, clipped phrases and starts (the columns after
+			// the three frame counts, fields 4-9): a lookahead changes frame
+			// counts only.
+			if last == nil || last[0]+"+la40" != f[0] || !slices.Equal(last[10:], f[10:]) {
+				t.Errorf("lookahead row %v after %v", f, last)
+			}
 		}
 	}
-	if n := strings.Count(stdout, "in 6 s)"); n != 6 {
-		t.Errorf("%d rows with idle starts in 6 s of noise alone (2 phrases x 1 seed x 3 s), want 6:\n%s", n, stdout)
+	if n := strings.Count(stdout, "in 6 s)"); n != 12 {
+		t.Errorf("%d rows with idle starts in 6 s of noise alone (2 phrases x 1 seed x 3 s, and the lookahead rows), want 12:\n%s", n, stdout)
 	}
-	if rows != 6 {
-		t.Errorf("%d result rows, want 6:\n%s", rows, stdout)
+	if rows != 6 || ahead != 6 {
+		t.Errorf("%d result rows and %d lookahead rows, want 6 and 6 (the default --vad-lookahead-ms 0,40):\n%s", rows, ahead, stdout)
 	}
 }
 
