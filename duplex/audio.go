@@ -46,6 +46,20 @@ func frameDB(s []int16, n int) []float64 {
 	return out
 }
 
+// SilentDBFS: a recording whose loudest 10 ms is under this level holds no
+// usable sound (16-bit dither alone is about -90 dBFS).
+const SilentDBFS = -80.0
+
+// PeakLevel is the level in dBFS of the loudest 10 ms of s (rate Hz);
+// about -180 for digital silence.
+func PeakLevel(s []int16, rate int) float64 {
+	peak := math.Inf(-1)
+	for _, v := range frameDB(s, max(rate/100, 1)) {
+		peak = max(peak, v)
+	}
+	return peak
+}
+
 // ActiveLevel is the RMS level in dBFS of the frames (20 ms) within 30 dB
 // of the loudest: a simple active speech level.
 func ActiveLevel(s []int16, rate int) float64 {

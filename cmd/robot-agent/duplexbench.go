@@ -254,6 +254,11 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
 		return 2
 	}
+	// The room once before the table: a bad --ir-wav is a usage error.
+	if _, err := room.New(f.rc); err != nil {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
+		return 2
+	}
 	fmt.Fprintf(stdout, "duplex-bench: speech %s; far %.1f s x %d replies, near %.1f s%s; room delay %v ms, echo gain %v dB, %s, soft clip %v, drift %v ppm%s; noise %s at SNR %v dB; SER %v dB; VAD %s (%s mode)\n",
 		src, float64(len(far))/duplex.FarRate, f.replies, float64(len(near))/duplex.NearRate, map[bool]string{true: " (barge-in every reply)", false: " (not used: far end only)"}[f.bargeIn],
 		f.rc.DelayMS, f.rc.EchoGainDB, irDescription(f.rc), f.rc.SoftClip, f.rc.DriftPPM, map[bool]string{true: " (speaker's clock)"}[f.speakerClock], f.noise, f.snr, f.ser, f.vadKind, f.mode)
@@ -374,6 +379,15 @@ const (
 	defaultPhrase = "Stop, no, the other one please."
 )
 
+// notSilent rejects a recording with no usable sound in it (digital
+// silence, dither alone): every level the bench sets is relative to it.
+func notSilent(s []int16, rate int) error {
+	if p := duplex.PeakLevel(s, rate); p < duplex.SilentDBFS {
+		return fmt.Errorf("silent: its loudest 10 ms is at %.0f dBFS, under %.0f", max(p, -200), duplex.SilentDBFS)
+	}
+	return nil
+}
+
 // loadSpeech reads the far (24 kHz) and near (16 kHz) speech, trimmed of
 // silence, or generates it.
 func loadSpeech(farPath, nearPath string) (far, near []int16, src string, err error) {
@@ -386,6 +400,9 @@ func loadSpeech(farPath, nearPath string) (far, near []int16, src string, err er
 			s := duplex.Trim(duplex.ToMono(a, rate), rate)
 			if len(s) < rate/10 {
 				return nil, "", fmt.Errorf("--%s %q: less than 100 ms of audio", role, path)
+			}
+			if err := notSilent(s, rate); err != nil {
+				return nil, "", fmt.Errorf("--%s %q: %w", role, path, err)
 			}
 			return s, "files", nil
 		}

@@ -18,6 +18,12 @@ func TestDuplexBenchStartupFailures(t *testing.T) {
 	dir := t.TempDir()
 	notWAV := filepath.Join(dir, "x.wav")
 	os.WriteFile(notWAV, []byte("not a wav file"), 0o644)
+	zero := writeMonoWAV(t, filepath.Join(dir, "zero.wav"), make([]int16, 16000))
+	dither := make([]int16, 16000) // 16-bit dither alone: about -95 dBFS
+	for i := range dither {
+		dither[i] = int16(i%3 - 1)
+	}
+	ditherWAV := writeMonoWAV(t, filepath.Join(dir, "dither.wav"), dither)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -29,6 +35,11 @@ func TestDuplexBenchStartupFailures(t *testing.T) {
 		{[]string{"--far", filepath.Join(dir, "missing.wav")}, "--far"},
 		{[]string{"--near", notWAV}, "--near"},
 		{[]string{"extra"}, `unexpected argument "extra"`},
+		{[]string{"--near", zero}, `--near "` + zero + `": silent: its loudest 10 ms is at -180 dBFS, under -80`},
+		{[]string{"--far", ditherWAV}, `--far "` + ditherWAV + `": silent`},
+		{[]string{"--vad-compare", "--near", ditherWAV}, `--near "` + ditherWAV + `": silent`},
+		{[]string{"--ir-wav", zero}, "impulse response is all zeros"},
+		{[]string{"--ir-wav", filepath.Join(dir, "missing.wav")}, "missing.wav"},
 	} {
 		code, _, errs := runCLI(append([]string{"duplex-bench"}, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(errs), "\n")

@@ -112,6 +112,9 @@ func loadVADPhrases(list string) ([]vadPhrase, string, error) {
 			if len(s) < duplex.NearRate/10 {
 				return nil, "", fmt.Errorf("--near %q: less than 100 ms of audio", p)
 			}
+			if err := notSilent(s, duplex.NearRate); err != nil {
+				return nil, "", fmt.Errorf("--near %q: %w", p, err)
+			}
 			out = append(out, vadPhrase{p, s})
 		}
 		return out, "files", nil
