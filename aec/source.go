@@ -2,6 +2,7 @@ package aec
 
 import (
 	"math"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -321,7 +322,7 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 	if l, ok := c.(linearOuter); ok && l.Linear() != nil {
 		s.lin = l
 	}
-	s.erle, s.linRed = newStepQuantile(0.5, medianStepDB), newStepQuantile(0.5, medianStepDB)
+	s.erle, s.linRed = newStepQuantile(0.5, medianStepDB), newStartedQuantile(0.5, medianStepDB, linearStartReads)
 	s.pauseRed = newStepQuantile(pauseQuantile, quantileStepDB)
 	s.ratio = 1
 	if cfg.DriftCompensation {
@@ -731,7 +732,7 @@ func (s *Source) RoomRT60() float64 { return math.Float64frombits(s.rvRT60.Load(
 // known and meaningful: measured, on a locked drift estimate, with a
 // learned echo path.
 func (s *Source) linearReady() bool {
-	return s.linRed.n > 0 && (s.drift == nil || s.driftLocked) && s.erl > 0
+	return s.linRed.ready() && (s.drift == nil || s.driftLocked) && s.erl > 0
 }
 
 // linearUser updates the running median of the linear filter's reduction
@@ -811,6 +812,18 @@ func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin f
 	audible = true
 	return user, audible
 }
+
+// linearStartReads: the linear filter's median reduction (linRed) starts
+// at the median of its first this many reads with the far end playing
+// (half a second of 20 ms reads), and the linear guard and the start
+// threshold's cap wait for it. Started at its first read alone, one odd
+// read set it: at +200 ppm the first was −46 dB (the linear output far
+// above the mic on a drifting path), the median then climbed 0.2 dB a
+// read, and for 8 s the cap held the start threshold at the fixed 12 dB,
+// so a user in the first reply after the drift lock, reduced 12–25 dB by
+// the suppressor, was heard a second late (h1–h20 over far-us at
+// +200 ppm: 84/100 within 300 ms, 96 before the cap existed).
+const linearStartReads = 25
 
 // pauseQuantile: the quantile of the linear filter's reduction in the
 // reply's pauses taken as its residual there (linearUser).
@@ -1012,20 +1025,46 @@ func (s *Source) Saturated() int64 { return s.saturatedReads.Load() }
 func (s *Source) EchoClips() int64 { return s.echoClips.Load() }
 
 // stepQuantile tracks a running q-quantile in dB by fixed steps: it
-// starts at the first value, then moves up by 2q·step on a value above it
-// and down by 2(1−q)·step on one below (q = 1/2: a running median moving
-// step towards each new value). Made by newStepQuantile.
+// starts at the first value (or, made by newStartedQuantile, at the
+// q-quantile of its first values), then moves up by 2q·step on a value
+// above it and down by 2(1−q)·step on one below (q = 1/2: a running median
+// moving step towards each new value). Made by newStepQuantile.
 type stepQuantile struct {
-	v, up, down float64
-	n           int // values pushed
+	v, up, down, q float64
+	n              int // values pushed
+	start          int // values the start is the quantile of (0: the first alone)
+	first          [maxStartValues]float64
 }
 
+// maxStartValues bounds newStartedQuantile's start.
+const maxStartValues = 32
+
 func newStepQuantile(q, step float64) stepQuantile {
-	return stepQuantile{up: 2 * q * step, down: 2 * (1 - q) * step}
+	return stepQuantile{up: 2 * q * step, down: 2 * (1 - q) * step, q: q}
 }
+
+// newStartedQuantile is newStepQuantile starting at the q-quantile of the
+// first start values (at most maxStartValues): one odd first value does
+// not set where the tracker starts, from which fixed steps take seconds
+// to move it.
+func newStartedQuantile(q, step float64, start int) stepQuantile {
+	m := newStepQuantile(q, step)
+	m.start = min(max(start, 0), maxStartValues)
+	return m
+}
+
+// ready reports whether the tracker has started.
+func (m *stepQuantile) ready() bool { return m.n >= max(m.start, 1) }
 
 func (m *stepQuantile) push(r float64) {
 	switch {
+	case m.n < m.start:
+		m.first[m.n] = r
+		if m.n == m.start-1 {
+			f := m.first[:m.start]
+			slices.Sort(f)
+			m.v = f[int(m.q*float64(m.start-1)+0.5)]
+		}
 	case m.n == 0:
 		m.v = r
 	case r > m.v:

@@ -801,6 +801,71 @@ func TestDistortedEchoDoesNotStartAnUtterance(t *testing.T) {
 	}
 }
 
+// The linear filter's typical reduction starts at the median of its first
+// linearStartReads reads, not at the first alone: here the first three
+// reads after convergence are odd (the linear output 40 dB above the mic,
+// as on a drifting path before the clock offset is found), then the
+// filter removes 20 dB. Started at the first read, the median sat at
+// −40 dB and climbed 0.2 dB a read, so for seconds the start threshold's
+// cap (the filter's typical reduction + linearTrustDB) was the fixed
+// 12 dB and the linear guard never fired: a user the suppressor reduced
+// by 25 dB could not start an utterance. Until it has started, the cap
+// and the guard wait (linearReady).
+func TestLinearMedianStartsFromItsFirstReads(t *testing.T) {
+	r := newDualRig(10)
+	for range 100 { // a quiet room
+		r.read(r.silent, 30, 0, 0)
+	}
+	for range 100 { // the robot speaks; the canceller converges (its suppressor: silence)
+		r.read(r.blk, 10000, -200, -20)
+	}
+	for range 3 { // the linear filter's first reads after that: odd
+		r.read(r.blk, 10000, -200, 40)
+	}
+	if r.s.linearReady() {
+		t.Fatalf("linear guard ready after 3 reads of its median, want %d", linearStartReads)
+	}
+	for range 150 {
+		r.read(r.blk, 10000, -200, -20)
+	}
+	if !r.s.linearReady() || math.Abs(r.s.linRed.v-20) > 1 {
+		t.Fatalf("linear median %.1f dB (ready %v), want 20 ± 1", r.s.linRed.v, r.s.linearReady())
+	}
+	r.read(r.blk, 10000, -25, -2) // the user: the suppressor takes 25 dB, the linear filter 2
+	if r.s.EchoDominated() {
+		t.Errorf("the user 25 dB under the mic (linear 2 dB) is echo-dominated (threshold %.1f dB, linear median %.1f dB)", r.s.GuardDB(), r.s.linRed.v)
+	}
+}
+
+func TestStartedQuantile(t *testing.T) {
+	m := newStartedQuantile(0.5, 0.2, 5)
+	for _, v := range []float64{-40, 20, 21, 19, 22} {
+		if m.ready() {
+			t.Fatalf("ready after %d of 5 values", m.n)
+		}
+		m.push(v)
+	}
+	if !m.ready() || m.v != 20 {
+		t.Fatalf("started at %.1f (ready %v), want the median 20", m.v, m.ready())
+	}
+	m.push(30)
+	if math.Abs(m.v-20.2) > 1e-9 {
+		t.Errorf("after a value above: %.2f, want 20.2", m.v)
+	}
+	q := newStepQuantile(0.5, 0.2) // the first value alone
+	q.push(-40)
+	if !q.ready() || q.v != -40 {
+		t.Errorf("unstarted tracker: %.1f (ready %v), want -40 at once", q.v, q.ready())
+	}
+	p := newStartedQuantile(0.1, 0.1, 11)
+	for v := range 11 {
+		p.push(float64(10 - v))
+	}
+	if p.v != 1 {
+		t.Errorf("10th percentile of 0..10 started at %.1f, want 1", p.v)
+	}
+}
+
 // In the reply's pauses the linear filter leaves more of the echo than
 // its typical reduction while the far end plays (the late reverberation):
 // once it has seen 2 s of pauses, the linear guard's residual there is
