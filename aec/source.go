@@ -2,12 +2,12 @@ package aec
 
 import (
 	"math"
-	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/quantile"
 	"github.com/robot-agent/robot-agent/reverb"
 )
 
@@ -247,16 +247,16 @@ type Source struct {
 	farHang          int           // samples the far end still counts as playing (echo tail, suppressor release)
 	farSince         int           // samples since the far end started playing after a pause
 	erl              float64       // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
-	erle             stepQuantile  // median of the canceller's echo reduction (dB) on reads with the far end playing
-	linRed           stepQuantile  // LinearGuardDB: median of the linear filter's reduction (dB) on the same reads
+	erle             quantile.Step // median of the canceller's echo reduction (dB) on reads with the far end playing
+	linRed           quantile.Step // LinearGuardDB: median of the linear filter's reduction (dB) on the same reads
 	linUsed          atomic.Int64
-	dt               doubleTalker // the canceller, if it adapts to double talk
-	lin              linearOuter  // the canceller, if its uplink is a linear filter's output (Options.Uplink)
-	ls               leadSetter   // the canceller, if it aligns a filter of its own behind the far end
-	pauseRed         stepQuantile // the 10th percentile of the linear output's level under erl·farPeak in the reply's pauses (dB)
-	dec              []int16      // with lin: the canceller's output of the last Read (DecisionFrame)
-	onset            []int16      // with lin: the linear filter's output of the last Read (OnsetFrame)
-	onsetUse         bool         // OnsetFrame's use: the far end plays and the read was reduced by less than onsetRoomDB
+	dt               doubleTalker  // the canceller, if it adapts to double talk
+	lin              linearOuter   // the canceller, if its uplink is a linear filter's output (Options.Uplink)
+	ls               leadSetter    // the canceller, if it aligns a filter of its own behind the far end
+	pauseRed         quantile.Step // the 10th percentile of the linear output's level under erl·farPeak in the reply's pauses (dB)
+	dec              []int16       // with lin: the canceller's output of the last Read (DecisionFrame)
+	onset            []int16       // with lin: the linear filter's output of the last Read (OnsetFrame)
+	onsetUse         bool          // OnsetFrame's use: the far end plays and the read was reduced by less than onsetRoomDB
 	decN             int
 	gain             float64 // linear-gated: the linear output's share of the uplink at the end of the last read
 	hold             int     // linear-gated: samples the linear output still goes up for
@@ -322,8 +322,8 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 	if l, ok := c.(linearOuter); ok && l.Linear() != nil {
 		s.lin = l
 	}
-	s.erle, s.linRed = newStepQuantile(0.5, medianStepDB), newStartedQuantile(0.5, medianStepDB, linearStartReads)
-	s.pauseRed = newStepQuantile(pauseQuantile, quantileStepDB)
+	s.erle, s.linRed = quantile.New(0.5, medianStepDB), quantile.NewStarted(0.5, medianStepDB, linearStartReads)
+	s.pauseRed = quantile.New(pauseQuantile, quantileStepDB)
 	s.ratio = 1
 	if cfg.DriftCompensation {
 		s.fr, s.drift = newFracReader(), newDriftMeter()
@@ -510,7 +510,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 					// adaptive threshold restarts from the fixed one and
 					// rises (at most 10 dB/s) as the canceller shows its
 					// reduction.
-					s.erle.v = min(s.erle.v, s.cfg.DoubleTalkDB+s.cfg.GuardMarginDB)
+					s.erle.Cap(s.cfg.DoubleTalkDB + s.cfg.GuardMarginDB)
 				}
 				s.ratio, s.driftLocked = r, true
 				s.driftPPM.Store(math.Float64bits((r - 1) * 1e6))
@@ -543,15 +543,15 @@ func (s *Source) Read(dst []int16) (int, error) {
 	// suppressor's digital silence does not drag it up as it would a mean.
 	farNow := eFar > farActive*farActive*float64(n)
 	if farNow && s.echoReads >= convergedReads {
-		s.erle.push(reductionDB(eMic, eOut))
+		s.erle.Push(reductionDB(eMic, eOut))
 	}
 	thr := s.dtRatio
 	// With drift compensation the adaptive threshold waits for the clock
 	// offset to be found: before that (or if it is never found) the
 	// canceller's residual may be the unsteady one of a drifting path,
 	// for which the fixed threshold is the safe one.
-	if s.cfg.GuardMarginDB > 0 && s.erle.n > 0 && (s.drift == nil || s.driftLocked) {
-		thr = max(thr, math.Pow(10, (s.erle.v-s.cfg.GuardMarginDB)/10))
+	if s.cfg.GuardMarginDB > 0 && s.erle.Ready() && (s.drift == nil || s.driftLocked) {
+		thr = max(thr, math.Pow(10, (s.erle.Value()-s.cfg.GuardMarginDB)/10))
 	}
 	s.guardRatio.Store(math.Float64bits(thr))
 	echo := s.farHang > 0 && eMic > thr*eOut
@@ -561,7 +561,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	// gate) keep echo.
 	startEcho := echo
 	if s.lin != nil && thr > s.dtRatio && s.linearReady() {
-		c := max(s.dtRatio, math.Pow(10, (s.linRed.v+linearTrustDB)/10))
+		c := max(s.dtRatio, math.Pow(10, (s.linRed.Value()+linearTrustDB)/10))
 		startEcho = s.farHang > 0 && eMic > min(thr, c)*eOut
 	}
 	eDec := eOut // the decision frame's energy (whole frames), the linear output's where it takes that
@@ -732,7 +732,7 @@ func (s *Source) RoomRT60() float64 { return math.Float64frombits(s.rvRT60.Load(
 // known and meaningful: measured, on a locked drift estimate, with a
 // learned echo path.
 func (s *Source) linearReady() bool {
-	return s.linRed.ready() && (s.drift == nil || s.driftLocked) && s.erl > 0
+	return s.linRed.Ready() && (s.drift == nil || s.driftLocked) && s.erl > 0
 }
 
 // linearUser updates the running median of the linear filter's reduction
@@ -750,7 +750,7 @@ func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin f
 	}
 	r := reductionDB(eMic, eLin)
 	if farNow && s.echoReads >= convergedReads {
-		s.linRed.push(r)
+		s.linRed.Push(r)
 	}
 	if !s.linearReady() {
 		return false, false
@@ -780,14 +780,14 @@ func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin f
 	// 30 replies on three scenes). With 128 ms the typical reduction was
 	// 28 dB and the same output stayed under the residual.
 	peak := s.erl * s.farPeak * float64(n)
-	red := s.linRed.v
+	red := s.linRed.Value()
 	// A pause is also a far end pauseDropDB under its recent peak: a
 	// recorded voice's pauses hold its background (far above farActive),
 	// and there too the mic holds the earlier words' reverberation.
 	dropped := eFar < s.farPeak*float64(n)*math.Pow(10, -pauseDropDB/10)
 	pause := (!farNow || dropped) && eLin > 0 && peak > 0
-	if pause && s.pauseRed.n >= pauseWarmup {
-		red = min(red, s.pauseRed.v)
+	if pause && s.pauseRed.N() >= pauseWarmup {
+		red = min(red, s.pauseRed.Value())
 	}
 	// And never more than linearResidualCapDB under the peak: in a quiet
 	// room the filter's median reduction reaches 48 dB, but it removes
@@ -799,7 +799,7 @@ func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin f
 		// Only reads twice the margin under the peak: a user the
 		// suppressor silenced (echo), 10–15 dB under the echo's peak at
 		// SER −10 dB, must not teach the filter's residual.
-		s.pauseRed.push(pr)
+		s.pauseRed.Push(pr)
 	}
 	linLevel := 10*math.Log10(eLin/float64(n)+1e-3) - fullScaleDB
 	if !s.haveNoise || linLevel < s.noiseDB+max(s.cfg.NoiseGuardDB, 0) || eLin <= residual {
@@ -808,7 +808,7 @@ func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin f
 	// Audible: worth the VAD's ear when the other guards found the user.
 	// User (overriding them): the linear filter's own reduction fell by
 	// the margin too.
-	user = r < s.linRed.v-s.cfg.LinearGuardDB
+	user = r < s.linRed.Value()-s.cfg.LinearGuardDB
 	audible = true
 	return user, audible
 }
@@ -1023,57 +1023,6 @@ func (s *Source) Saturated() int64 { return s.saturatedReads.Load() }
 // no canceller can undo (package clipguard lowers the voice on it). A user
 // who clips the mic well above the echo is not counted. Any goroutine.
 func (s *Source) EchoClips() int64 { return s.echoClips.Load() }
-
-// stepQuantile tracks a running q-quantile in dB by fixed steps: it
-// starts at the first value (or, made by newStartedQuantile, at the
-// q-quantile of its first values), then moves up by 2q·step on a value
-// above it and down by 2(1−q)·step on one below (q = 1/2: a running median
-// moving step towards each new value). Made by newStepQuantile.
-type stepQuantile struct {
-	v, up, down, q float64
-	n              int // values pushed
-	start          int // values the start is the quantile of (0: the first alone)
-	first          [maxStartValues]float64
-}
-
-// maxStartValues bounds newStartedQuantile's start.
-const maxStartValues = 32
-
-func newStepQuantile(q, step float64) stepQuantile {
-	return stepQuantile{up: 2 * q * step, down: 2 * (1 - q) * step, q: q}
-}
-
-// newStartedQuantile is newStepQuantile starting at the q-quantile of the
-// first start values (at most maxStartValues): one odd first value does
-// not set where the tracker starts, from which fixed steps take seconds
-// to move it.
-func newStartedQuantile(q, step float64, start int) stepQuantile {
-	m := newStepQuantile(q, step)
-	m.start = min(max(start, 0), maxStartValues)
-	return m
-}
-
-// ready reports whether the tracker has started.
-func (m *stepQuantile) ready() bool { return m.n >= max(m.start, 1) }
-
-func (m *stepQuantile) push(r float64) {
-	switch {
-	case m.n < m.start:
-		m.first[m.n] = r
-		if m.n == m.start-1 {
-			f := m.first[:m.start]
-			slices.Sort(f)
-			m.v = f[int(m.q*float64(m.start-1)+0.5)]
-		}
-	case m.n == 0:
-		m.v = r
-	case r > m.v:
-		m.v += m.up
-	case r < m.v:
-		m.v -= m.down
-	}
-	m.n++
-}
 
 // The output noise floor tracker's steps per 20 ms read (dB), and full
 // scale in dB of per-sample energy (20·log10(32768)).

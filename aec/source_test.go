@@ -828,41 +828,12 @@ func TestLinearMedianStartsFromItsFirstReads(t *testing.T) {
 	for range 150 {
 		r.read(r.blk, 10000, -200, -20)
 	}
-	if !r.s.linearReady() || math.Abs(r.s.linRed.v-20) > 1 {
-		t.Fatalf("linear median %.1f dB (ready %v), want 20 ± 1", r.s.linRed.v, r.s.linearReady())
+	if !r.s.linearReady() || math.Abs(r.s.linRed.Value()-20) > 1 {
+		t.Fatalf("linear median %.1f dB (ready %v), want 20 ± 1", r.s.linRed.Value(), r.s.linearReady())
 	}
 	r.read(r.blk, 10000, -25, -2) // the user: the suppressor takes 25 dB, the linear filter 2
 	if r.s.EchoDominated() {
-		t.Errorf("the user 25 dB under the mic (linear 2 dB) is echo-dominated (threshold %.1f dB, linear median %.1f dB)", r.s.GuardDB(), r.s.linRed.v)
-	}
-}
-
-func TestStartedQuantile(t *testing.T) {
-	m := newStartedQuantile(0.5, 0.2, 5)
-	for _, v := range []float64{-40, 20, 21, 19, 22} {
-		if m.ready() {
-			t.Fatalf("ready after %d of 5 values", m.n)
-		}
-		m.push(v)
-	}
-	if !m.ready() || m.v != 20 {
-		t.Fatalf("started at %.1f (ready %v), want the median 20", m.v, m.ready())
-	}
-	m.push(30)
-	if math.Abs(m.v-20.2) > 1e-9 {
-		t.Errorf("after a value above: %.2f, want 20.2", m.v)
-	}
-	q := newStepQuantile(0.5, 0.2) // the first value alone
-	q.push(-40)
-	if !q.ready() || q.v != -40 {
-		t.Errorf("unstarted tracker: %.1f (ready %v), want -40 at once", q.v, q.ready())
-	}
-	p := newStartedQuantile(0.1, 0.1, 11)
-	for v := range 11 {
-		p.push(float64(10 - v))
-	}
-	if p.v != 1 {
-		t.Errorf("10th percentile of 0..10 started at %.1f, want 1", p.v)
+		t.Errorf("the user 25 dB under the mic (linear 2 dB) is echo-dominated (threshold %.1f dB, linear median %.1f dB)", r.s.GuardDB(), r.s.linRed.Value())
 	}
 }
 

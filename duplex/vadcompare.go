@@ -65,8 +65,26 @@ type VADScene struct {
 // fires (VADResult.RawOnsets does not change); a frame is only known to
 // be non-speech LookaheadMS later.
 type Lookahead struct {
-	MS                              int
-	Frames, FramesActive, FramesP56 VADCounts
+	MS int
+	FrameCounts
+}
+
+// FrameCounts are per-frame decisions counted against the three labels.
+type FrameCounts struct {
+	// Frames: against Labels (the clean phrase's frames above
+	// max(-60 dBFS, loudest − 40 dB)).
+	Frames VADCounts
+	// FramesActive: against LabelsActive (frames within 15.9 dB of the
+	// phrase's active level, ITU-T P.56's margin).
+	FramesActive VADCounts
+	// FramesP56: against LabelsP56 (ITU-T P.56 method B activity, with its
+	// 200 ms hangover).
+	FramesP56 VADCounts
+}
+
+// Add returns the sums of c and o.
+func (c FrameCounts) Add(o FrameCounts) FrameCounts {
+	return FrameCounts{c.Frames.Add(o.Frames), c.FramesActive.Add(o.FramesActive), c.FramesP56.Add(o.FramesP56)}
 }
 
 // MaxLookaheadMS bounds VADScene.LookaheadMS.
@@ -105,15 +123,8 @@ func (c *VADCounts) count(called, label bool) {
 // VADResult of RunVAD.
 type VADResult struct {
 	Detector string
-	// Frames: the detector's raw decision per 20 ms frame against Labels
-	// (the clean phrase's frames above max(-60 dBFS, loudest − 40 dB)).
-	Frames VADCounts
-	// FramesActive: the same decisions against LabelsActive (frames within
-	// 15.9 dB of the phrase's active level, ITU-T P.56's margin).
-	FramesActive VADCounts
-	// FramesP56: the same decisions against LabelsP56 (ITU-T P.56 method
-	// B activity, with its 200 ms hangover).
-	FramesP56 VADCounts
+	// The detector's raw decision per 20 ms frame against each label.
+	FrameCounts
 	// RawOnsets: per detected phrase, end of the first frame the detector
 	// called speech (from 40 ms before the first labelled frame) minus the
 	// start of the first labelled frame: 20 ms when it fires on that
@@ -133,8 +144,8 @@ type VADResult struct {
 	// OnsetsActive: the same starts against the phrase's first frame
 	// labelled by LabelsActive.
 	OnsetsActive []time.Duration
-	// Lookahead: per VADScene.LookaheadMS, the same three counts with
-	// that lookahead.
+	// Lookahead: per VADScene.LookaheadMS, the same counts with that
+	// lookahead.
 	Lookahead []Lookahead
 	// Clipped: phrases whose first labelled frame was not delivered (the
 	// pre-roll did not reach back to it) or that were never delivered.
@@ -264,25 +275,22 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	called := make([]bool, len(labels))
 	for i := range called {
 		called[i] = det.Speech(mic[i*micFrame:(i+1)*micFrame], false)
-		if i*micFrame >= trials || i*micFrame < warm {
-			continue // the idle stretch (starts only) or the warm-up
-		}
-		res.Frames.count(called[i], labels[i])
-		res.FramesActive.count(called[i], active[i])
-		res.FramesP56.count(called[i], p56[i])
 	}
 	det.Close()
-	for _, ms := range sc.LookaheadMS {
-		la := Lookahead{MS: ms}
-		for i, c := range lookahead(called, ms/frameMS) {
+	counts := func(called []bool) (c FrameCounts) {
+		for i, v := range called {
 			if i*micFrame >= trials || i*micFrame < warm {
-				continue
+				continue // the idle stretch (starts only) or the warm-up
 			}
-			la.Frames.count(c, labels[i])
-			la.FramesActive.count(c, active[i])
-			la.FramesP56.count(c, p56[i])
+			c.Frames.count(v, labels[i])
+			c.FramesActive.count(v, active[i])
+			c.FramesP56.count(v, p56[i])
 		}
-		res.Lookahead = append(res.Lookahead, la)
+		return c
+	}
+	res.FrameCounts = counts(called)
+	for _, ms := range sc.LookaheadMS {
+		res.Lookahead = append(res.Lookahead, Lookahead{MS: ms, FrameCounts: counts(lookahead(called, ms/frameMS))})
 	}
 	res.RawOnsets = rawOnsets(called, phrases, func(i int) int { return phrases[i].onset })
 	res.RawOnsetsP56 = rawOnsets(called, phrases, func(i int) int { return onsetP56[i] })

@@ -28,8 +28,9 @@ var rank = map[string]int{
 	"jitter":              0, // playout delay estimator (issue 11)
 	"internal/faultproxy": 0,
 	"fft":                 0, // offline measurements (speech quality, echo path)
-	"reverb":              0, // late reverberation model (the AEC's reverberation guard)
+	"quantile":            0, // running quantile trackers (the AEC's thresholds, the reverberation model)
 	// Shared types and the device seams.
+	"reverb": 1, // late reverberation model (the AEC's reverberation guard)
 	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1, "vad": 1,
 	// The configuration file's schema: no pipeline stage or driver (see
 	// confined).

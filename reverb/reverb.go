@@ -29,7 +29,8 @@ package reverb
 
 import (
 	"math"
-	"slices"
+
+	"github.com/robot-agent/robot-agent/quantile"
 )
 
 // FrameMS is the frame length Push expects.
@@ -70,11 +71,11 @@ const (
 //
 // Not safe for concurrent use: one goroutine (the mic reader's) pushes.
 type Tail struct {
-	lag     int     // L, frames
-	cxy     float64 // the pooled pauses' Σ(x−x̄)(y−ȳ)
-	cxx     float64 // and Σ(x−x̄)²
-	level   median  // A, dB
-	s       float64 // S(t)
+	lag     int           // L, frames
+	cxy     float64       // the pooled pauses' Σ(x−x̄)(y−ȳ)
+	cxx     float64       // and Σ(x−x̄)²
+	level   quantile.Step // A, dB: a running median started at the exact median of its first startFrames values
+	s       float64       // S(t)
 	hist    []float64
 	pos     int
 	peak    float64 // the far end's recent peak frame energy
@@ -93,7 +94,7 @@ func New(lagMS int) *Tail {
 	l := max(lagMS/FrameMS, 1)
 	return &Tail{
 		lag:     l,
-		level:   median{step: levelStepDB},
+		level:   quantile.NewStarted(0.5, levelStepDB, startFrames),
 		hist:    make([]float64, l+1),
 		peakMul: math.Pow(0.5, float64(FrameMS)/peakHalfLifeMS),
 		silentK: math.Pow(10, -pauseDropDB/10.0),
@@ -120,7 +121,7 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 		t.m++
 		t.sx, t.sy, t.sxy, t.sxx = t.sx+x, t.sy+y, t.sxy+x*y, t.sxx+x*x
 		if t.s > 0 && t.decayReady() {
-			t.level.push(y - 10*math.Log10(t.s))
+			t.level.Push(y - 10*math.Log10(t.s))
 		}
 	} else if t.m > 0 {
 		if t.m >= minPause {
@@ -139,11 +140,11 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 	if t.pos == len(t.hist) {
 		t.pos = 0
 	}
-	if !t.level.ready() {
+	if !t.level.Ready() {
 		return 0
 	}
 	old := t.hist[t.pos] // S, lag frames ago
-	return math.Pow(10, t.level.v/10) * math.Pow(rho, float64(t.lag)) * old
+	return math.Pow(10, t.level.Value()/10) * math.Pow(rho, float64(t.lag)) * old
 }
 
 func (t *Tail) decayReady() bool { return t.cxx >= readySpread }
@@ -168,32 +169,4 @@ func (t *Tail) RT60() float64 {
 }
 
 // Ready reports whether Push predicts (the room is learnt).
-func (t *Tail) Ready() bool { return t.level.ready() }
-
-// median is a running median in dB: the exact median of its first
-// startFrames values, then moved by step towards each new value (a
-// stochastic-approximation quantile tracker).
-type median struct {
-	first [startFrames]float64
-	n     int
-	v     float64
-	step  float64
-}
-
-func (m *median) ready() bool { return m.n >= startFrames }
-
-func (m *median) push(x float64) {
-	switch {
-	case m.n < startFrames-1:
-		m.first[m.n] = x
-	case m.n == startFrames-1:
-		m.first[m.n] = x
-		slices.Sort(m.first[:])
-		m.v = m.first[startFrames/2]
-	case x > m.v:
-		m.v += m.step
-	case x < m.v:
-		m.v -= m.step
-	}
-	m.n = min(m.n+1, startFrames) // ready() once started; no overflow
-}
+func (t *Tail) Ready() bool { return t.level.Ready() }

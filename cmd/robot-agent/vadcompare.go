@@ -249,8 +249,8 @@ cand:
 	for _, c := range cands {
 		for _, noise := range noises {
 			for _, snr := range snrs {
-				var fr, fa, fp56 duplex.VADCounts
-				la := make([]duplex.Lookahead, len(aheads))
+				var fc duplex.FrameCounts
+				la := make([]duplex.FrameCounts, len(aheads))
 				var raw, rawP56, rawA, pump, pumpA []time.Duration
 				var clipped, phr, falseStarts, idle int
 				for _, p := range phrases {
@@ -264,9 +264,9 @@ cand:
 						if err != nil {
 							return fail(1, "%s: %v", c.name, err)
 						}
-						fr, fa, fp56 = fr.Add(r.Frames), fa.Add(r.FramesActive), fp56.Add(r.FramesP56)
+						fc = fc.Add(r.FrameCounts)
 						for i, l := range r.Lookahead {
-							la[i].Frames, la[i].FramesActive, la[i].FramesP56 = la[i].Frames.Add(l.Frames), la[i].FramesActive.Add(l.FramesActive), la[i].FramesP56.Add(l.FramesP56)
+							la[i] = la[i].Add(l.FrameCounts)
 						}
 						raw, rawP56, rawA = append(raw, r.RawOnsets...), append(rawP56, r.RawOnsetsP56...), append(rawA, r.RawOnsetsActive...)
 						pump, pumpA = append(pump, r.Onsets...), append(pumpA, r.OnsetsActive...)
@@ -275,9 +275,9 @@ cand:
 				}
 				rest := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%s", pctl(raw, len(raw), phr), pctl(rawP56, len(rawP56), phr), pctl(rawA, len(rawA), phr), pctl(pump, len(pump), phr), pctl(pumpA, len(pumpA), phr),
 					clipped, phr, falseStarts, idleRate(idle, len(phrases)*f.vadSeeds*f.vadIdle))
-				fmt.Fprintf(tw, "%s\t%s\t%v dB\t%s\t%s\t%s\t%s\n", c.name, noise, snr, prf(fr), prf(fa), prf(fp56), rest)
+				fmt.Fprintf(tw, "%s\t%s\t%v dB\t%s\t%s\n", c.name, noise, snr, prfs(fc), rest)
 				for i, l := range la {
-					fmt.Fprintf(tw, "%s+la%d\t%s\t%v dB\t%s\t%s\t%s\t%s\n", c.name, aheads[i], noise, snr, prf(l.Frames), prf(l.FramesActive), prf(l.FramesP56), rest)
+					fmt.Fprintf(tw, "%s+la%d\t%s\t%v dB\t%s\t%s\n", c.name, aheads[i], noise, snr, prfs(l), rest)
 				}
 			}
 		}
@@ -292,6 +292,11 @@ func idleRate(n, secs int) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f (%d in %d s)", float64(n)*60/float64(secs), n, secs)
+}
+
+// prfs prints the three label sets' columns.
+func prfs(c duplex.FrameCounts) string {
+	return prf(c.Frames) + "\t" + prf(c.FramesActive) + "\t" + prf(c.FramesP56)
 }
 
 func prf(c duplex.VADCounts) string {
