@@ -359,6 +359,9 @@ func TestVADGate(t *testing.T) {
 	r.run(t)
 	us := r.col.utterances()
 	if len(us) != 1 {
+		for _, u := range us {
+			t.Logf("utterance %v..%v", u[0].TS, u[len(u)-1].TS)
+		}
 		t.Fatalf("%d utterances, want 1 (the first is gated)", len(us))
 	}
 	u := us[0]

@@ -128,6 +128,12 @@ type SpectralConfig struct {
 	// SpectralConfig; vad.New sets DefaultBackgroundDB unless
 	// Options.BackgroundDB says otherwise.
 	BackgroundDB float64
+	// FastOnset, when true, takes a word's first hop with a faster
+	// decision-directed rule where the background is steady (onset.go):
+	// words are called a hop or two sooner in stationary noise, and
+	// nothing changes in babble. Off in SpectralConfig; vad.New sets it
+	// (docs/benchmarks.md "The first hops of a word").
+	FastOnset bool
 }
 
 // Spectral is the statistical-model detector (KindSpectral). It takes any
@@ -165,6 +171,9 @@ type Spectral struct {
 
 	// Speech-like background guard (SpectralConfig.BackgroundDB).
 	bg *background
+
+	// The onset step (SpectralConfig.FastOnset).
+	onset *onsetGate
 }
 
 // NewSpectral returns a spectral detector.
@@ -210,6 +219,9 @@ func NewSpectral(c SpectralConfig) *Spectral {
 	}
 	if c.BackgroundDB > 0 {
 		d.bg = newBackground(c.BackgroundDB)
+	}
+	if c.FastOnset {
+		d.onset = new(onsetGate)
 	}
 	sigma := 32768 * math.Pow(10, c.MinFloorDBFS/20)
 	d.floor = sigma * sigma * w2
@@ -300,11 +312,25 @@ func (d *Spectral) hop() {
 	}
 
 	// Likelihood ratio against the noise estimate of the previous hops.
+	alpha := ddAlpha
+	if d.onset != nil && d.hops >= mcraInit {
+		var mean float64
+		for j, p := range pow {
+			mean += min(p/d.lambda[j], gammaMax)
+		}
+		mean /= specBins
+		if d.adapt {
+			d.onset.push(mean)
+		}
+		if !d.last && mean > onsetGamma && d.onset.steady() {
+			alpha = onsetAlpha // onset.go
+		}
+	}
 	var sum float64
 	for j, p := range pow {
 		lam := d.lambda[j]
 		gamma := min(p/lam, gammaMax)
-		xi := ddAlpha*d.prevA[j]/lam + (1-ddAlpha)*max(gamma-1, 0)
+		xi := alpha*d.prevA[j]/lam + (1-alpha)*max(gamma-1, 0)
 		xi = max(xi, xiMin)
 		r := xi / (1 + xi)
 		sum += gamma*r - math.Log1p(xi)

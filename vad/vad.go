@@ -144,12 +144,12 @@ func New(o Options) (Detector, error) {
 		if o.Mode < 0 || o.Mode > specMaxHangMS {
 			return nil, fmt.Errorf("%w: spectral mode (hangover ms) %d out of range 0..%d", ErrConfig, o.Mode, specMaxHangMS)
 		}
-		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, BackgroundDB: bg}), nil
+		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, BackgroundDB: bg, FastOnset: true}), nil
 	case KindVoiced:
 		if o.Mode < 0 || o.Mode > specMaxHangMS {
 			return nil, fmt.Errorf("%w: voiced mode (hangover ms) %d out of range 0..%d", ErrConfig, o.Mode, specMaxHangMS)
 		}
-		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, Voicing: voicedWeight, VoicingMargin: voicedMargin, BackgroundDB: bg}), nil
+		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, Voicing: voicedWeight, VoicingMargin: voicedMargin, BackgroundDB: bg, FastOnset: true}), nil
 	case KindWebRTC:
 		if o.Mode < 0 || o.Mode > 3 {
 			return nil, fmt.Errorf("%w: webrtc mode %d out of range 0..3", ErrConfig, o.Mode)
