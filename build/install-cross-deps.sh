@@ -62,13 +62,20 @@ fi
 install() {
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y --no-install-recommends "${missing[@]}" >>"$log" 2>&1
 }
-if ! install; then
-	# Stale lists are the usual cause (a package version gone): refresh once.
-	update
-	if ! install; then
+# Stale lists are the usual cause of a failure (a package version gone), or
+# a mirror caught mid-sync (an index of the wrong size, so a dependency such
+# as libssl3:arm64 is missing): refresh and try again, waiting 30, 60 and
+# 90 s for the mirror.
+attempt=1
+until install; do
+	if [[ $attempt -ge 4 ]]; then
 		tail -30 "$log" >&2
-		echo "install-cross-deps: apt-get install failed" >&2
+		echo "install-cross-deps: apt-get install failed ($attempt attempts)" >&2
 		exit 1
 	fi
-fi
+	echo "install-cross-deps: apt-get install failed; refreshing the package lists in $((attempt * 30)) s (attempt $((attempt + 1)) of 4)" >&2
+	sleep $((attempt * 30))
+	update
+	attempt=$((attempt + 1))
+done
 echo "install-cross-deps: done"

@@ -354,6 +354,9 @@ func (p *Pump) processDetector(cur *slot) {
 			p.endUtterance()
 			return
 		}
+		if p.detAdapt != nil && p.echoFree != nil {
+			p.detAdapt.SetAdapt(p.echoFree.EchoFree())
+		}
 		speech := p.det.Speech(dec, true)
 		p.noteBackground()
 		p.inUttFrame(cur, speech)
@@ -364,7 +367,13 @@ func (p *Pump) processDetector(cur *slot) {
 		// As the energy floor: neither frames the canceller's suppressor
 		// pushed below the room noise nor the robot's own voice heard
 		// through the half-duplex gate may become the noise estimate.
-		p.detAdapt.SetAdapt(!echo && !gated)
+		// With a canceller that knows when no echo can be in the mic
+		// (EchoFree), only those frames, in an utterance too: while the
+		// robot speaks the suppressor holds the room noise down with the
+		// echo (between the user's words as well), and a noise estimate
+		// learnt there took the room's own level for speech when the
+		// reply ended (docs/benchmarks.md "The first hops of a word").
+		p.detAdapt.SetAdapt(!echo && !gated && (p.echoFree == nil || p.echoFree.EchoFree()))
 	}
 	speech := p.det.Speech(dec, false)
 	p.noteBackground()

@@ -17,5 +17,19 @@ if [ "$(id -u)" -ne 0 ]; then
   fi
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq || echo "deps: apt-get update reported errors (continuing with the lists it got)"
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+update() { $SUDO apt-get update -qq || echo "deps: apt-get update reported errors (continuing with the lists it got)"; }
+update
+# A mirror caught mid-sync can leave an index of the wrong size behind, and
+# a dependency then looks missing: refresh and try again, waiting 30, 60
+# and 90 s.
+attempt=1
+until $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; do
+  if [ "$attempt" -ge 4 ]; then
+    echo "deps: apt-get install failed ($attempt attempts)" >&2
+    exit 1
+  fi
+  echo "deps: apt-get install failed; refreshing the package lists in $((attempt * 30)) s" >&2
+  sleep $((attempt * 30))
+  update
+  attempt=$((attempt + 1))
+done
