@@ -162,7 +162,7 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 				// auto is the measured default: spectral without options.
 				kind, mode, p.auto = vad.KindSpectral, 0, true
 			}
-			d, err := vad.New(vad.Options{Kind: kind, FrameMS: cfg.FrameMS, Mode: mode, BackgroundDB: v.BackgroundDB,
+			d, err := vad.New(vad.Options{Kind: kind, FrameMS: cfg.FrameMS, Mode: mode, BackgroundDB: v.BackgroundDB, FastOnset: v.FastOnset,
 				Energy: vad.EnergyConfig{MinFloorDBFS: v.MinFloorDBFS}})
 			if err != nil {
 				return nil, fmt.Errorf("capture: vad.detector %q: %w", v.Detector, err)

@@ -122,6 +122,7 @@ type VAD struct {
 	BackgroundDB     float64 `yaml:"background_db"`
 	TransientDecayDB float64 `yaml:"transient_decay_db"`
 	GradualStartMS   int     `yaml:"gradual_start_ms"`
+	FastOnset        bool    `yaml:"fast_onset"`
 }
 
 // Playback configures the jitter buffer.

@@ -386,7 +386,7 @@ func Run(s Scenario) (Result, error) {
 
 	// VAD: pump-level frames and raw detector decisions.
 	var tp, fp, fn, rtp, rfp, rfn, rtn int
-	det, derr := vad.New(vad.Options{Kind: pump.Config().VAD.Detector, FrameMS: frameMS, Mode: pump.Config().VAD.DetectorMode,
+	det, derr := vad.New(vad.Options{Kind: pump.Config().VAD.Detector, FrameMS: frameMS, Mode: pump.Config().VAD.DetectorMode, FastOnset: pump.Config().VAD.FastOnset,
 		Energy: vad.EnergyConfig{StartDB: cc.VAD.StartDB, StopDB: cc.VAD.StopDB, MinFloorDBFS: cc.VAD.MinFloorDBFS, FloorRiseDBPerS: cc.VAD.FloorRiseDBPerS}})
 	if derr == nil {
 		defer det.Close()

@@ -267,7 +267,7 @@ func RunVAD(sc VADScene) (VADResult, error) {
 	res := VADResult{Detector: v.Detector, Phrases: len(phrases)}
 
 	// The detector alone.
-	det, err := vad.New(vad.Options{Kind: v.Detector, FrameMS: frameMS, Mode: v.DetectorMode, BackgroundDB: v.BackgroundDB,
+	det, err := vad.New(vad.Options{Kind: v.Detector, FrameMS: frameMS, Mode: v.DetectorMode, BackgroundDB: v.BackgroundDB, FastOnset: v.FastOnset,
 		Energy: vad.EnergyConfig{StartDB: v.StartDB, StopDB: v.StopDB, MinFloorDBFS: v.MinFloorDBFS, FloorRiseDBPerS: v.FloorRiseDBPerS}})
 	if err != nil {
 		return VADResult{}, err

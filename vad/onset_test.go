@@ -214,3 +214,43 @@ func TestFastOnsetGateMostlyShutInBabble(t *testing.T) {
 		}
 	}
 }
+
+// A room whose noise rises by 2–3 dB at once (a fan speeding up) is no
+// speech to the default detector; the onset step calls it speech for up
+// to a second (the gate still holds the old level as the background, and
+// a broadband rise of γ̄ to about 2 looks like a word's first hop), which
+// is why the step is off by default (Options.FastOnset).
+func TestSpectralIgnoresASmallNoiseStep(t *testing.T) {
+	for _, jump := range []float64{2, 3} {
+		for seed := uint64(5); seed <= 7; seed++ {
+			n := 12 * 16000
+			p := pinkGen{rng: rand.New(rand.NewPCG(seed, 5))}
+			mic := make([]int16, n)
+			for i := range mic {
+				lvl := -50.0
+				if i >= 6*16000 {
+					lvl += jump
+				}
+				mic[i] = int16(p.next() * 32768 * math.Pow(10, lvl/20))
+			}
+			count := func(fast bool) int {
+				d, err := New(Options{Kind: KindSpectral, FastOnset: fast})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var c int
+				for k, s := range frameCalls(d, mic) {
+					if k >= 100 && s {
+						c++
+					}
+				}
+				return c
+			}
+			plain, fast := count(false), count(true)
+			t.Logf("+%v dB, seed %d: %d frames called speech (with the onset step %d)", jump, seed, plain, fast)
+			if plain != 0 {
+				t.Errorf("+%v dB, seed %d: the default detector called %d frames of a noise step speech", jump, seed, plain)
+			}
+		}
+	}
+}

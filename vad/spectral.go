@@ -131,8 +131,10 @@ type SpectralConfig struct {
 	// FastOnset, when true, takes a word's first hop with a faster
 	// decision-directed rule where the background is steady (onset.go):
 	// words are called a hop or two sooner in stationary noise, and
-	// nothing changes in babble. Off in SpectralConfig; vad.New sets it
-	// (docs/benchmarks.md "The first hops of a word").
+	// nothing changes in babble; but a room whose noise rises by 3–5 dB
+	// at once is called speech for about a second, which the plain rule
+	// ignores. Off by default (Options.FastOnset; docs/benchmarks.md "The
+	// first hops of a word").
 	FastOnset bool
 }
 

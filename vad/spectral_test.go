@@ -387,7 +387,7 @@ func TestSpectralDoesNotAllocate(t *testing.T) {
 	for _, kind := range []string{KindSpectral, KindVoiced} {
 		for _, ms := range []int{10, 20, 30, 40, 60} {
 			for _, hang := range []int{0, 50} {
-				d, err := New(Options{Kind: kind, FrameMS: ms, Mode: hang})
+				d, err := New(Options{Kind: kind, FrameMS: ms, Mode: hang, FastOnset: hang > 0})
 				if err != nil {
 					t.Fatal(err)
 				}

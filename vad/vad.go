@@ -114,6 +114,12 @@ type Options struct {
 	// background guard (SpectralConfig.BackgroundDB): 0 takes
 	// DefaultBackgroundDB, a negative value turns it off, at most 40.
 	BackgroundDB float64
+	// FastOnset turns on KindSpectral's and KindVoiced's onset step
+	// (SpectralConfig.FastOnset): a word's first hop called sooner in
+	// steady noise, at the cost of a false call when the room's noise
+	// rises by a few dB at once (docs/benchmarks.md "The first hops of a
+	// word"). Off by default.
+	FastOnset bool
 	// Energy tunes KindEnergy (zero fields: capture's defaults); its
 	// MinFloorDBFS also bounds KindSpectral's noise estimate.
 	Energy EnergyConfig
@@ -144,12 +150,12 @@ func New(o Options) (Detector, error) {
 		if o.Mode < 0 || o.Mode > specMaxHangMS {
 			return nil, fmt.Errorf("%w: spectral mode (hangover ms) %d out of range 0..%d", ErrConfig, o.Mode, specMaxHangMS)
 		}
-		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, BackgroundDB: bg, FastOnset: true}), nil
+		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, BackgroundDB: bg, FastOnset: o.FastOnset}), nil
 	case KindVoiced:
 		if o.Mode < 0 || o.Mode > specMaxHangMS {
 			return nil, fmt.Errorf("%w: voiced mode (hangover ms) %d out of range 0..%d", ErrConfig, o.Mode, specMaxHangMS)
 		}
-		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, Voicing: voicedWeight, VoicingMargin: voicedMargin, BackgroundDB: bg, FastOnset: true}), nil
+		return NewSpectral(SpectralConfig{MinFloorDBFS: o.Energy.MinFloorDBFS, HangoverMS: o.Mode, Voicing: voicedWeight, VoicingMargin: voicedMargin, BackgroundDB: bg, FastOnset: o.FastOnset}), nil
 	case KindWebRTC:
 		if o.Mode < 0 || o.Mode > 3 {
 			return nil, fmt.Errorf("%w: webrtc mode %d out of range 0..3", ErrConfig, o.Mode)

@@ -48,9 +48,9 @@ at several SNRs, no echo: --near takes a comma-separated list of WAVs
 (default: five espeak-ng phrases in five voices), --replies phrases per
 WAV and seed, --vad-seeds seeds, --vad-noises and --vad-snrs the grid
 (--vad-noise-wav adds recorded noises, e.g. a multi-talker babble),
---vad-detectors the candidates (kind[:mode][/dB], ns+ prefix for the noise
-suppressor first; spectral's mode is its decision hangover in ms, /dB its
-speech-like background guard's margin, /-1 off),
+--vad-detectors the candidates (kind[:mode][/dB][+fast], ns+ prefix for the
+noise suppressor first; spectral's mode is its decision hangover in ms, /dB
+its speech-like background guard's margin, /-1 off, +fast its onset step),
 --vad-min-speech-ms the pump's min speech, --vad-transient-db its
 transient guard (knocks, claps; negative: off), --vad-idle-s seconds of noise
 alone after each phrase's trials (false starts per minute), --vad-warmup-s
@@ -66,7 +66,7 @@ Flags:
 type duplexFlags struct {
 	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, irOut, webrtcDelay, uplink string
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                          int
-	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard                                                 bool
+	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, vadFastOnset                                   bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                             string
 	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup                                                                   int
 	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient                                                                 float64
@@ -184,9 +184,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.vadIdle, "vad-idle-s", 0, "--vad-compare: seconds of noise alone after each phrase's trials (utterances started there: idle starts/min)")
 	fs.StringVar(&f.vadLookahead, "vad-lookahead-ms", "0,40", "--vad-compare: frame decisions also with these lookaheads (ms, multiples of 20, comma-separated; a row each, detector+la40): a frame is speech when the detector calls it or a frame within that long after it, as a pre-roll takes in the frames before an onset; onsets stay those of the detection")
 	fs.IntVar(&f.vadMinSpeech, "vad-min-speech-ms", 0, "--vad-compare: the pump's min speech in ms (0: capture's default, 60)")
+	fs.BoolVar(&f.vadFastOnset, "vad-fast-onset", false, "the spectral (and voiced) detector's onset step in the pump (audio.vad.fast_onset); --vad-compare takes it per candidate: spectral+fast")
 	fs.IntVar(&f.vadGradual, "vad-gradual-ms", 0, "the pump's min speech after a gradual onset (a voice rising, not a knock) in ms (0: capture's default, 40; negative: off; needs the transient guard)")
 	fs.Float64Var(&f.vadTransient, "vad-transient-db", 0, "the pump's transient guard (knocks, claps), dB of decay per 20 ms (0: capture's default, negative: off)")
-	fs.StringVar(&f.vadDetectors, "vad-detectors", "", "--vad-compare: candidates, comma-separated kind[:mode][/background dB, -1 off] with optional ns+ prefix (default: every one built in)")
+	fs.StringVar(&f.vadDetectors, "vad-detectors", "", "--vad-compare: candidates, comma-separated kind[:mode][/background dB, -1 off][+fast: spectral's onset step] with optional ns+ prefix (default: every one built in)")
 	fs.StringVar(&f.echoPlayed, "echo-played", "", "with --echo-recorded: measure a real echo path (make hil): the WAV played through the speaker")
 	fs.StringVar(&f.echoRecorded, "echo-recorded", "", "the WAV the mic recorded meanwhile; prints the delay and echo gain (ERL)")
 	fs.StringVar(&f.irOut, "ir-out", "", "with --echo-played/--echo-recorded: also write the echo path's impulse response (1 s from 5 ms before the direct path, 16 kHz) to this WAV, for --ir-wav: the bench in the robot's own room")
@@ -274,7 +275,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
 			AEC:     k.opts,
 			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts)},
-			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
+			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual, FastOnset: f.vadFastOnset}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
 		if f.clipGuard {
 			sc.ClipGuard = &clipguard.Config{}
 		}

@@ -40,6 +40,10 @@ func parseVADCandidate(s string) (vadCandidate, error) {
 	c := vadCandidate{name: s}
 	rest, ns := strings.CutPrefix(s, "ns+")
 	c.ns = ns
+	rest, c.cfg.FastOnset = strings.CutSuffix(rest, "+fast")
+	if c.cfg.FastOnset && !strings.HasPrefix(rest, vad.KindSpectral) && !strings.HasPrefix(rest, vad.KindVoiced) {
+		return c, fmt.Errorf("--vad-detectors %q: +fast (the onset step) is for %s and %s only", s, vad.KindSpectral, vad.KindVoiced)
+	}
 	rest, bg, hasBG := strings.Cut(rest, "/")
 	if hasBG {
 		v, err := strconv.ParseFloat(bg, 64)

@@ -35,6 +35,7 @@ func TestVADCompareFlagErrors(t *testing.T) {
 		{[]string{"--vad-detectors", "spectral/loud"}, `background guard "loud"`},
 		{[]string{"--vad-detectors", "spectral/0"}, `background guard "0"`},
 		{[]string{"--vad-detectors", "spectral/50"}, "background guard 50 dB out of range"},
+		{[]string{"--vad-detectors", "energy+fast"}, "+fast (the onset step) is for spectral and voiced only"},
 		{[]string{"--near", "/nonexistent/a.wav"}, `--near "/nonexistent/a.wav"`},
 		{[]string{"--vad-noise-wav", "/nonexistent/n.wav"}, `--vad-noise-wav "/nonexistent/n.wav"`},
 		{[]string{"--vad-noises", ""}, "both empty"},
