@@ -63,19 +63,50 @@ install() {
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y --no-install-recommends "${missing[@]}" >>"$log" 2>&1
 }
 # Stale lists are the usual cause of a failure (a package version gone), or
-# a mirror caught mid-sync (an index of the wrong size, so a dependency such
-# as libssl3:arm64 is missing): refresh and try again, waiting 30, 60 and
-# 90 s for the mirror.
-attempt=1
-until install; do
-	if [[ $attempt -ge 4 ]]; then
+# a mirror caught mid-sync (an index of the wrong size): refresh and try
+# again, waiting 30, 60 and 90 s (CROSS_DEPS_RETRY_S, default 30) for the
+# mirror.
+step=${CROSS_DEPS_RETRY_S:-30}
+installed=0
+for attempt in 1 2 3 4; do
+	if install; then
+		installed=1
+		break
+	fi
+	if [[ $attempt -lt 4 ]]; then
+		echo "install-cross-deps: apt-get install failed; refreshing the package lists in $((attempt * step)) s (attempt $((attempt + 1)) of 4)" >&2
+		sleep $((attempt * step))
+		update
+	fi
+done
+if [[ $installed -eq 0 ]]; then
+	# A Multi-Arch: same library must have one version on every
+	# architecture. When a foreign architecture's index lags the native one
+	# (a security update of libssl3 listed for amd64 but not yet for armhf
+	# on the mirror), apt cannot choose one by itself and reports the
+	# foreign package as "not going to be installed". Ask for the newest
+	# version every architecture has, once, without downgrading anything.
+	align=()
+	for lib in $(grep -oE 'Depends: [a-z0-9.+-]+:(arm64|armhf)' "$log" | awk '{print $2}' | cut -d: -f1 | sort -u); do
+		for v in $(apt-cache madison "$lib" | awk -F'|' '{gsub(/ /, "", $2); print $2}'); do
+			ok=1
+			for a in "${foreign_arches[@]}"; do
+				apt-cache madison "$lib:$a" | awk -F'|' '{gsub(/ /, "", $2); print $2}' | grep -qxF -- "$v" || ok=0
+			done
+			if [[ $ok -eq 1 ]]; then
+				align+=("$lib=$v")
+				for a in "${foreign_arches[@]}"; do align+=("$lib:$a=$v"); done
+				break
+			fi
+		done
+	done
+	if [[ ${#align[@]} -eq 0 ]] || ! {
+		echo "install-cross-deps: apt-get install failed; trying once more with one version on every architecture: ${align[*]}" >&2
+		$sudo env DEBIAN_FRONTEND=noninteractive apt-get "${apt_opts[@]}" install -y --no-install-recommends "${missing[@]}" "${align[@]}" >>"$log" 2>&1
+	}; then
 		tail -30 "$log" >&2
 		echo "install-cross-deps: apt-get install failed ($attempt attempts)" >&2
 		exit 1
 	fi
-	echo "install-cross-deps: apt-get install failed; refreshing the package lists in $((attempt * 30)) s (attempt $((attempt + 1)) of 4)" >&2
-	sleep $((attempt * 30))
-	update
-	attempt=$((attempt + 1))
-done
+fi
 echo "install-cross-deps: done"
