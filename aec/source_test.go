@@ -668,12 +668,21 @@ func TestDisturbanceGuardAfterReanchoring(t *testing.T) {
 	}
 }
 
-// gainFilter is a linear filter that passes the mic scaled by gain.
-type gainFilter struct{ gain float64 }
+// gainFilter is a linear filter that passes the mic scaled by gain, plus
+// uniform noise of amplitude noise (the room noise it cannot remove).
+type gainFilter struct {
+	gain  float64
+	noise int
+	rng   *rand.Rand
+}
 
 func (g *gainFilter) Process(out, near, _ []int16) {
 	for i, v := range near {
-		out[i] = int16(float64(v) * g.gain)
+		x := float64(v) * g.gain
+		if g.noise > 0 {
+			x += float64(g.rng.IntN(2*g.noise+1) - g.noise)
+		}
+		out[i] = int16(x)
 	}
 }
 func (g *gainFilter) Reset()       {}
@@ -755,6 +764,46 @@ func TestLinearGuardFindsWhatTheSuppressorHides(t *testing.T) {
 		if lg > 0 && s.LinearGuarded() != 1 {
 			t.Errorf("linear guard %v: LinearGuarded %d, want 1", lg, s.LinearGuarded())
 		}
+	}
+}
+
+// In a noisy room the linear guard judges the filter's reduction of the
+// echo, not of the echo and the noise (linearNoiseDB). The room noise is
+// 20 dB under the echo and stays in the linear filter's output, which
+// removes 40 dB of the echo itself: its measured reduction of the mic is
+// the 20 dB echo-to-noise ratio. A user 12 dB under the echo, whom the
+// suppressor silences and the linear filter passes, is reduced by about
+// 11 dB: against the raw 20 dB median less the 10 dB margin that is no
+// user (the guard before); against the echo's own reduction it is. The
+// echo alone, and the noise rising by 3 dB over it, stay echo.
+func TestLinearGuardHearsThroughTheNoise(t *testing.T) {
+	r := newDualRig(10)
+	r.lin.rng = rand.New(rand.NewPCG(11, 12))
+	for range 100 { // the robot is silent: the room noise is the floor
+		r.read(r.silent, 1000, 0, 0)
+	}
+	r.lin.noise = 1000
+	for range 300 { // the robot speaks: the suppressor silences it, the linear filter leaves the noise
+		r.read(r.blk, 10000, -200, -40)
+	}
+	if !r.s.linearReady() || r.s.linRed.Value() < 25 {
+		t.Fatalf("linear median %.1f dB (ready %v), want the echo's reduction (> 25 dB), not the 20 dB echo-to-noise ratio",
+			r.s.linRed.Value(), r.s.linearReady())
+	}
+	r.read(r.blk, 10000, -200, -40)
+	if !r.s.EchoDominated() {
+		t.Error("the echo and the room noise count as the user")
+	}
+	r.lin.noise = 1414
+	r.read(r.blk, 10000, -200, -40)
+	if !r.s.EchoDominated() {
+		t.Error("the echo with the noise 3 dB louder counts as the user")
+	}
+	r.lin.noise = 1000
+	r.read(r.blk, 10300, -200, -12) // the user over the echo: the linear filter passes it
+	if r.s.EchoDominated() || r.s.LinearGuarded() != 1 {
+		t.Errorf("the user under the suppressor in noise: echo-dominated %v, LinearGuarded %d; want false, 1 (linear median %.1f dB)",
+			r.s.EchoDominated(), r.s.LinearGuarded(), r.s.linRed.Value())
 	}
 }
 
