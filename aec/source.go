@@ -435,7 +435,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	// far end is silent; it moves only after this read's frames.
 	rvNoise := 0.0
 	if s.rv != nil && s.haveNoise {
-		rvNoise = math.Pow(10, (s.noiseDB+fullScaleDB)/10) * FrameSamples
+		rvNoise = s.noiseEnergy(FrameSamples)
 	}
 	clippedEnd := -1 // end of the last mic frame of this read that clipped
 	clipped := 0     // mic frames of this read that clipped
@@ -752,8 +752,7 @@ func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin f
 	// (the output's noise floor) is taken out first (see linearNoiseDB).
 	eLinRaw := eLin
 	if s.haveNoise {
-		nE := math.Pow(10, (s.noiseDB+fullScaleDB)/10) * float64(n)
-		eLin = max(eLin-nE, eLin*math.Pow(10, -linearNoiseDB/10))
+		eLin = max(eLin-s.noiseEnergy(n), eLin*linearNoiseRatio)
 	}
 	r := reductionDB(eMic, eLin)
 	if farNow && s.echoReads >= convergedReads {
@@ -834,6 +833,9 @@ func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin f
 // (docs/benchmarks.md "A linear guard that hears through the noise").
 // The read's own output must still be NoiseGuardDB above the noise floor.
 const linearNoiseDB = 20.0
+
+// linearNoiseRatio is linearNoiseDB as an energy ratio (10^(−20/10)).
+const linearNoiseRatio = 0.01
 
 // linearStartReads: the linear filter's median reduction (linRed) starts
 // at the median of its first this many reads with the far end playing
@@ -1058,6 +1060,12 @@ const (
 // NoiseFloorDB is the canceller output's noise floor (dBFS) tracked while
 // the far end is silent, and whether it is known yet. Capture goroutine.
 func (s *Source) NoiseFloorDB() (float64, bool) { return s.noiseDB, s.haveNoise }
+
+// noiseEnergy is the output's noise floor as the energy of n samples
+// (Run goroutine; meaningful once haveNoise).
+func (s *Source) noiseEnergy(n int) float64 {
+	return math.Pow(10, (s.noiseDB+fullScaleDB)/10) * float64(n)
+}
 
 // GuardDB is the current double-talk threshold in dB (see
 // SourceConfig.GuardMarginDB). Any goroutine.
