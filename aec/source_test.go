@@ -1203,3 +1203,68 @@ func TestOnsetFrameWhereTheCancellerLetASoundThrough(t *testing.T) {
 		})
 	}
 }
+
+// The room noise the linear guard takes out of the linear output
+// (linearNoise) is the noise's mean energy, not the 10th-percentile floor:
+// with a noise whose level varies from read to read (amplitude 850–1150)
+// the floor sits about 1 dB under the mean, and the mean is within 0.3 dB.
+func TestLinearNoiseIsTheNoisesMean(t *testing.T) {
+	r := newDualRig(10)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var sum float64
+	const reads, from = 600, 300
+	for i := range reads { // the robot is silent
+		amp := 850 + rng.IntN(301)
+		r.read(r.silent, amp, 0, 0)
+		if i >= from {
+			sum += float64(amp) * float64(amp+1) / 3 // a uniform ±amp sample's mean energy
+		}
+	}
+	want := 10 * math.Log10(sum/(reads-from))
+	got := 10 * math.Log10(r.s.linearNoise(1))
+	floor := 10 * math.Log10(r.s.noiseEnergy(1))
+	if math.Abs(got-want) > 0.3 {
+		t.Errorf("linear guard's noise %.2f dB, want the mean %.2f dB ±0.3 (floor %.2f dB)", got, want, floor)
+	}
+	if floor > want-0.7 {
+		t.Errorf("noise floor %.2f dB, mean %.2f dB: the noise does not vary enough to test the mean", floor, want)
+	}
+}
+
+// After a near-end burst the robot's echo does not explain (a knock on
+// the chassis, 8 dB over the echo), the linear filter that adapted on it
+// leaves more of the echo for a while: reads the echo explains again,
+// which the linear filter reduces by only 3 dB where it typically removes
+// 20, are not the user for linearBurstHoldMS; after it the same read is,
+// as it is without a burst.
+func TestLinearGuardStandsDownAfterABurst(t *testing.T) {
+	r := newDualRig(10)
+	for range 100 { // a quiet room
+		r.read(r.silent, 300, 0, 0)
+	}
+	for range 300 { // the robot speaks: the suppressor silences it, the linear filter removes 20 dB
+		r.read(r.blk, 10000, -200, -20)
+	}
+	r.read(r.blk, 10000, -200, -3)
+	if r.s.EchoDominated() || r.s.LinearGuarded() != 1 {
+		t.Fatalf("without a burst, a read the linear filter reduced by 3 dB: echo-dominated %v, LinearGuarded %d; want false, 1",
+			r.s.EchoDominated(), r.s.LinearGuarded())
+	}
+	for range 10 {
+		r.read(r.blk, 10000, -200, -20)
+	}
+	r.read(r.blk, 25000, -200, -1) // the burst
+	for i := range linearBurstHoldMS/20 - 1 {
+		r.read(r.blk, 10000, -200, -3)
+		if !r.s.EchoDominated() {
+			t.Fatalf("%d ms after the burst, the echo the disturbed linear filter left counts as the user", (i+1)*20)
+		}
+	}
+	for range 2 {
+		r.read(r.blk, 10000, -200, -20)
+	}
+	r.read(r.blk, 10000, -200, -3)
+	if r.s.EchoDominated() {
+		t.Errorf("%d ms after the burst, the read the linear filter reduced by 3 dB is still not the user", linearBurstHoldMS+40)
+	}
+}
