@@ -324,7 +324,8 @@ func (p *Pump) processVAD(cur *slot) {
 		return
 	}
 	echo := p.echoOnly()
-	bridge := p.runFrame(db > ref+p.cfg.VAD.StartDB && !echo)
+	speech := db > ref+p.cfg.VAD.StartDB
+	bridge := p.runFrame(speech && !echo)
 	if echo {
 		// The canceller's suppressor may have pushed this frame far below
 		// the room's noise: the floor must not follow it down, or the
@@ -338,7 +339,7 @@ func (p *Pump) processVAD(cur *slot) {
 		p.holdFrame()
 		return
 	}
-	p.idleFrame(cur, p.transientFrame(dec, p.speechRun > 0))
+	p.idleFrame(cur, p.transientFrame(dec, p.speechRun > 0 || speech && echo))
 }
 
 // processDetector is processVAD with an external detector's decision.
@@ -385,7 +386,7 @@ func (p *Pump) processDetector(cur *slot) {
 		p.holdFrame()
 		return
 	}
-	p.idleFrame(cur, p.transientFrame(dec, p.speechRun > 0))
+	p.idleFrame(cur, p.transientFrame(dec, p.speechRun > 0 || speech && echo))
 }
 
 // runFrame updates the run of speech frames outside an utterance with the
@@ -549,7 +550,14 @@ const (
 
 // transientFrame feeds the transient guard the frame the VAD judged; run
 // says it extends a run of speech frames outside an utterance (any other
-// frame only updates the guard's history and ends the run). It reports
+// frame only updates the guard's history and ends the run). The guard's
+// run includes the frames the VAD called speech but the onset guard
+// called echo: those do not count toward min speech, but a knock whose
+// first frames an echo canceller's guards held is still judged from its
+// abrupt start, and its decaying tail, which those guards let through,
+// is held as a knock's (measured in full duplex, knocks during the
+// robot's replies: 13 false barge-ins in 600 replies without this, 9
+// with it; docs/benchmarks.md "Knocks in full duplex"). It reports
 // whether the guard holds the run as a decaying transient (a knock, a
 // clap), which must not start an utterance.
 func (p *Pump) transientFrame(dec []int16, run bool) bool {

@@ -386,3 +386,62 @@ func TestVADTransientGuardJudgesOnsetsOnTheOnsetSignal(t *testing.T) {
 		t.Errorf("without the onset signal the utterance is decided %v after the first syllable's start; want on the second syllable (270 ms on): the scene does not test the onset signal", d)
 	}
 }
+
+// echoHeldRoom is a mic behind an echo canceller whose guards call the
+// frames in [from, to) echo (EchoDominated) and let the rest through
+// unchanged.
+type echoHeldRoom struct {
+	pcmSource
+	from, to int
+	held     bool
+}
+
+func (r *echoHeldRoom) Read(dst []int16) (int, error) {
+	at := r.pos
+	n, err := r.pcmSource.Read(dst)
+	r.held = err == nil && at < r.to && at+n > r.from
+	return n, err
+}
+
+func (r *echoHeldRoom) EchoDominated() bool { return r.held }
+
+// A knock while the robot speaks whose first 40 ms the canceller's guards
+// call echo: the transient guard still sees its abrupt start (the frames
+// the VAD called speech but the guard echo are in its run), so the
+// decaying tail the guards let through starts no utterance. Without the
+// transient guard the tail alone does, so the room tests it.
+func TestVADTransientGuardSeesAKnockTheEchoGuardHeld(t *testing.T) {
+	const at = 1.0
+	knockAmp := pcm.DBFSToRMS(-20)
+	s := talker(41, 2.5, 130, func(float64) float64 { return 0 }, func(t float64, rng *rand.Rand) float64 {
+		if d := t - at; d >= 0 && d < 0.5 {
+			return knockAmp * math.Exp(-d/0.06) * rng.NormFloat64()
+		}
+		return 0
+	})
+	from := int(at * 16000)
+	for _, det := range []string{vad.KindEnergy, DetectorAuto} {
+		t.Run(det, func(t *testing.T) {
+			run := func(decay float64) (int, int64) {
+				clk := clock.NewFake()
+				col := &collector{}
+				reg := metrics.NewRegistry()
+				src := &echoHeldRoom{pcmSource: pcmSource{clk: clk, s: s}, from: from, to: from + 40*16}
+				p, err := NewPump(Config{Mode: ModeVAD, VAD: VADConfig{Detector: det, TransientDecayDB: decay}}, src, col, clk, reg, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := p.Run(context.Background()); !errors.Is(err, hw.ErrClosed) {
+					t.Fatalf("Run: %v", err)
+				}
+				return len(col.utterances()), reg.Value(MetricTransients)
+			}
+			if off, _ := run(-1); off != 1 {
+				t.Fatalf("without the transient guard %d utterances, want 1 (the knock's tail): the room does not test the guard", off)
+			}
+			if on, held := run(0); on != 0 || held != 1 {
+				t.Errorf("with the transient guard %d utterances and %s = %d; want 0 and 1 (the knock held from its start)", on, MetricTransients, held)
+			}
+		})
+	}
+}

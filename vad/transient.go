@@ -38,10 +38,16 @@ import (
 // bounces, footsteps, typing), and a voice may start in a knock's tail. So
 // in a run that has decayed, a rise of transientRiseDB over the previous
 // frame releases the run at once if it is gradual (a voice rising out of
-// the tail); an abrupt one is judged as a new onset, the same way: held
-// while it and the next frame decide where its peak is, released as soon
-// as a frame stays above its decay line (a voice that starts with a
-// plosive holds its level), held on if it decays.
+// the tail) and, once the run has latched, also transientRiseDB over the
+// frame it latched at (a voice is heard over the tail; a tail that
+// flattens onto a wobbling background, such as the residual of a robot's
+// own voice that an echo canceller's linear filter leaves, rises and falls
+// by 3 dB from frame to frame under it: measured in full duplex, knocks
+// during the robot's replies, 13 false barge-ins in 600 replies without
+// this test, 9 with it); an abrupt one is judged as a new onset, the same
+// way: held while it and the next frame decide where its peak is,
+// released as soon as a frame stays above its decay line (a voice that
+// starts with a plosive holds its level), held on if it decays.
 //
 // Nothing is held longer than transientMaxHoldMS after its latest onset,
 // nor a run longer than transientMaxRunMS, whatever its shape, so that a
@@ -109,6 +115,7 @@ type TransientGuard struct {
 	latched bool    // the latest onset decayed far enough to hold a flat tail
 	done    bool    // the run is released (not a transient) for good
 	gradual bool    // released because the run's first onset was gradual
+	top     float64 // level of the frame at which the latest onset latched
 
 	// Kept across runs (Frame): the energies (dB) of the last two blocks,
 	// and of the onset signal's (FrameOnset).
@@ -258,7 +265,9 @@ func (g *TransientGuard) Observe(levelDB, attackDB float64) bool {
 			g.ref, g.refAt = levelDB, i
 			return g.decayed
 		}
-	case levelDB >= prev+transientRiseDB:
+	case levelDB >= prev+transientRiseDB && !(g.latched && !abrupt && levelDB < g.top+transientRiseDB):
+		// (A gradual rise in a latched tail that stays under the level it
+		// latched at is the tail wobbling: held below.)
 		if !g.decayed || !abrupt {
 			// Still rising from the run's start, or rising gradually out
 			// of a tail: a voice.
@@ -288,6 +297,9 @@ func (g *TransientGuard) Observe(levelDB, attackDB float64) bool {
 	}
 	g.decayed = true
 	if k >= 2 && levelDB <= g.ref-3*g.decay {
+		if !g.latched {
+			g.top = levelDB
+		}
 		g.latched = true
 	}
 	return true

@@ -249,7 +249,9 @@ func TestTransientGuardMaxHold(t *testing.T) {
 
 // Once latched, a frame that stops decaying (the tail reaching the room's
 // noise) stays held; a rise of transientRiseDB releases it at once if it
-// is gradual (a voice in the tail); an abrupt one is a new onset, held
+// is gradual (a voice in the tail) and also transientRiseDB over the frame
+// the run latched at (a rise under that is the tail wobbling on its
+// background); an abrupt one is a new onset, held
 // until its peak and the frame after are seen: released if it holds its
 // level (a voice starting with a plosive), held if it decays (the next
 // click); Reset forgets.
@@ -281,6 +283,17 @@ func TestTransientGuardLatch(t *testing.T) {
 		{-28, 2, false}, // a rise, gradual: a voice in the tail
 		{-40, 0, false}, // released for the rest of the run
 		{-20, 30, false},
+	}...))
+	// The tail flattens onto a background that wobbles by more than
+	// transientRiseDB (an echo canceller's residual of the robot's voice):
+	// held while under the latch frame's -32 dBFS + 3 dB.
+	g.Reset()
+	check("wobbling tail", g, append(knock, []step{
+		{-36, 0, true},   // the background dips
+		{-32.5, 0, true}, // and comes back, 3.5 dB: still under the latch frame + 3 dB
+		{-36.5, 0, true},
+		{-29.5, 2, true}, // 7 dB, but 2.5 dB over the latch frame: held
+		{-26, 2, false},  // a voice over the tail
 	}...))
 	g.Reset()
 	check("after Reset", g, knock[:3])
