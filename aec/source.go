@@ -762,15 +762,16 @@ func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin f
 	if s.lin == nil || s.cfg.LinearGuardDB <= 0 || s.farHang == 0 || eMic <= 0 {
 		return false, false
 	}
+	// A near-end burst (see linearBurstHoldMS): a read the learned echo
+	// path does not explain (the mic more than 6 dB over it, as the onset
+	// guard) starts the hold; while it runs, reads it explains again are
+	// not the user to this guard (its statistics still take them in).
+	standDown := false
 	if s.erl > 0 {
-		// A near-end burst (see linearBurstHoldMS): a read the learned
-		// echo path does not explain (the mic more than 6 dB over it, as
-		// the onset guard) starts the hold; while it runs, reads it
-		// explains again are not the user to this guard.
 		if eMic >= 4*s.erl*s.farPeak*float64(n) {
 			s.burstHold = linearBurstHoldMS * Rate / 1000
-		} else if held {
-			return false, false
+		} else {
+			standDown = held
 		}
 	}
 	// The reduction is the echo's: the room noise the linear output holds
@@ -833,7 +834,7 @@ func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin f
 		s.pauseRed.Push(pr)
 	}
 	linLevel := 10*math.Log10(eLinRaw/float64(n)+1e-3) - fullScaleDB
-	if !s.haveNoise || linLevel < s.noiseDB+max(s.cfg.NoiseGuardDB, 0) || eLin <= residual {
+	if standDown || !s.haveNoise || linLevel < s.noiseDB+max(s.cfg.NoiseGuardDB, 0) || eLin <= residual {
 		return false, false
 	}
 	// Audible: worth the VAD's ear when the other guards found the user.
@@ -874,7 +875,11 @@ const linearNoiseDB = 20.0
 // (the case the guard is for) leaves the reads explained and starts no
 // hold; one who is louder than the echo starts it, but is heard in the
 // canceller's own output, and the hold runs only while the mic falls back
-// to what the echo explains.
+// to what the echo explains. Only the guard's decision stands down: its
+// median and pause statistics still take those reads in (skipping them
+// kept the median high after a loud user's words, and the robot's echo
+// through the filter the user had disturbed passed as the user: 3 false
+// barge-ins in 50 replies at SER +6 dB, none with them taken in).
 const linearBurstHoldMS = 500
 
 // linearNoiseRatio is linearNoiseDB as an energy ratio (10^(−20/10)).
