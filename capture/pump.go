@@ -557,7 +557,8 @@ const (
 // abrupt start, and its decaying tail, which those guards let through,
 // is held as a knock's (measured in full duplex, knocks during the
 // robot's replies: 13 false barge-ins in 600 replies without this, 9
-// with it; docs/benchmarks.md "Knocks in full duplex"). It reports
+// with it; docs/benchmarks.md "The room noise's mean, and knocks in
+// full duplex"). It reports
 // whether the guard holds the run as a decaying transient (a knock, a
 // clap), which must not start an utterance.
 func (p *Pump) transientFrame(dec []int16, run bool) bool {
