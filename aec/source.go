@@ -654,10 +654,10 @@ func (s *Source) Read(dst []int16) (int, error) {
 	// explains (within 6 dB; the cautious path erlHigh) is echo too.
 	// Against the far end's recent peak, not this read's level: the room's
 	// reverberation of a louder word just before is in the mic too.
-	if !echo && s.farHang > 0 && s.farSince <= onsetGuard*Rate/1000 && s.erlHigh > 0 && eMic < 4*s.erlHigh*s.farPeak*float64(n) {
+	if !echo && s.farHang > 0 && s.farSince <= onsetGuard*Rate/1000 && s.explains(s.erlHigh, eMic, n) {
 		echo = true
 	}
-	if disturbed && !echo && s.farHang > 0 && s.erlHigh > 0 && eMic < 4*s.erlHigh*s.farPeak*float64(n) {
+	if disturbed && !echo && s.farHang > 0 && s.explains(s.erlHigh, eMic, n) {
 		// Likewise after the alignment was disturbed (the timeline may
 		// be off by the jump).
 		echo = true
@@ -665,7 +665,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	}
 	// The learned echo path applied to the far end's recent peak explains
 	// the mic's level (within 6 dB, as the onset guard).
-	explained := s.farHang > 0 && s.erl > 0 && eMic < 4*s.erl*s.farPeak*float64(n)
+	explained := s.farHang > 0 && s.explains(s.erl, eMic, n)
 	if clippedEnd >= 0 {
 		// The hold runs from the end of the last clipped frame.
 		s.satHold = saturatedHoldMS*Rate/1000 + n - clippedEnd + n
@@ -768,7 +768,7 @@ func (s *Source) linearUser(n int, eFar float64, farNow, echo bool, eMic, eLin f
 	// not the user to this guard (its statistics still take them in).
 	standDown := false
 	if s.erl > 0 {
-		if eMic >= 4*s.erl*s.farPeak*float64(n) {
+		if !s.explains(s.erl, eMic, n) {
 			s.burstHold = linearBurstHoldMS * Rate / 1000
 		} else {
 			standDown = held
@@ -1130,6 +1130,14 @@ func (s *Source) linearNoise(n int) float64 {
 		return s.noiseMean * float64(n)
 	}
 	return s.noiseEnergy(n)
+}
+
+// explains reports whether an echo path erl (mic/far energy ratio; 0:
+// not learnt) applied to the far end's recent peak explains a mic energy
+// eMic over n samples, within 6 dB: the test the onset, disturbance and
+// saturation guards and the linear guard's burst hold share.
+func (s *Source) explains(erl, eMic float64, n int) bool {
+	return erl > 0 && eMic < 4*erl*s.farPeak*float64(n)
 }
 
 // noiseEnergy is the output's noise floor as the energy of n samples
