@@ -54,6 +54,14 @@ type Reference struct {
 	origin  atomic.Int64
 	started atomic.Bool
 	jumps   atomic.Int64
+	// pendFrom and pendTo (clock.Mono, ns): the producer is handing the
+	// device a block with the far end's audio in it (expect) that the ring
+	// does not hold yet, which may play from pendFrom to pendTo (from the
+	// device latency after it was handed over to its duration later,
+	// widened by pendSlack); pendTo is 0 when there is none (played clears
+	// it). A consumer reading past written at a time in that window may
+	// have the block's echo in its mic and not the block (Source.RefLate).
+	pendFrom, pendTo atomic.Int64
 	// Producer state: the last call (clock time, block length) and the
 	// disagreement under way (sign, audio so far, smallest magnitude).
 	lastCall, lastLen time.Duration
@@ -149,6 +157,47 @@ func (r *Reference) played(p []int16, dac time.Duration, exact bool) {
 		w++
 	}
 	r.written.Store(w)
+	r.pendTo.Store(0)
+}
+
+// pendSlack widens the window in which a block announced by expect may
+// play beyond its duration and the device latency (scheduling, a latency
+// reported low).
+const pendSlack = 20 * time.Millisecond
+
+// expect announces a block p the producer is about to hand the device (it
+// is recorded by Played once the device took it): pending, if p holds the
+// far end's audio (above farActive), while it may play: from the device
+// latency lat (now: the time until what the device holds has played) for
+// its duration, widened by pendSlack. Producer goroutine.
+func (r *Reference) expect(p []int16, lat time.Duration) {
+	var e float64
+	for _, v := range p {
+		e += float64(v) * float64(v)
+	}
+	if e <= farActive*farActive*float64(len(p)) {
+		return
+	}
+	start := r.clk.Mono() + lat
+	r.pendFrom.Store(int64(start - pendSlack))
+	r.pendTo.Store(int64(start + time.Duration(len(p))*time.Second/time.Duration(r.rs.InRate()) + pendSlack))
+}
+
+// behind reports whether a read of the ring up to index end (exclusive),
+// made after it for mic audio captured from clock time at for d, may lack
+// audio the device is playing: a block is pending, it may be playing then
+// (expect's window), and the ring holds less than end. A block the device
+// was handed long ago and still has not taken (a stream not started yet)
+// plays nothing meanwhile. Called before the read, loading pendTo before
+// written: a block recorded in between makes it report true when the
+// read then has it (the safe error), never false when the read lacks it.
+// Consumer goroutine.
+func (r *Reference) behind(end int64, at, d time.Duration) bool {
+	to := time.Duration(r.pendTo.Load())
+	if to == 0 || end <= r.written.Load() {
+		return false
+	}
+	return at <= to && at+d > time.Duration(r.pendFrom.Load())
 }
 
 // gap zeroes n ring samples from w (a stretch nobody played) and counts a
@@ -195,57 +244,68 @@ func (r *Reference) readAt(dst []int16, idx int64) {
 }
 
 // Tap wraps the speaker: every block written is recorded in the Reference
-// at the time the device reports it reaches the DAC (writtenEnder if the
-// sink has it, else hw.LatencyReporter; 0 latency if the sink has
-// neither). Capabilities of the wrapped sink are reachable through Unwrap.
+// at the time the device reports it reaches the DAC: before it is handed
+// to the device at the time nextStarter gives, if the sink has it, else
+// after (hw.LatencyReporter; 0 latency if the sink has neither).
+// Capabilities of the wrapped sink are reachable through Unwrap.
 type Tap struct {
 	hw.AudioSink
 	ref  *Reference
 	clk  clock.Clock
 	lat  hw.LatencyReporter
-	end  writtenEnder
+	next nextStarter
 	rate int
 }
 
-// writtenEnder is an optional capability of a sink: the clock.Mono time at
-// which the sample after the last one handed to Write reaches the DAC. A
-// sink whose Write blocks until its block has played has it exactly, where
-// "return time + DeviceLatency" is off by however late the Write returned
-// (a loaded machine): a reference that late is behind the echo it must
-// cancel, and the robot's voice then passes as the user's.
-type writtenEnder interface {
-	WrittenEnd() time.Duration
+// nextStarter is an optional capability of a sink: the clock.Mono time at
+// which the first sample of a block handed to Write now will reach the
+// DAC (Write goroutine). A sink that knows it exactly (the simulated
+// speaker) lets the Tap record the block before it plays. Recorded after a
+// Write that blocks until the block has played, the reference would lag
+// the echo by up to a block, and by however late the Write returned on a
+// loaded machine: the start of a reply then reached the mic before the
+// canceller had it, and the robot's voice passed as the user's.
+type nextStarter interface {
+	NextStart() time.Duration
 }
 
 // NewTap returns a Tap writing to sink and recording into ref.
 func NewTap(sink hw.AudioSink, ref *Reference, clk clock.Clock) *Tap {
 	t := &Tap{AudioSink: sink, ref: ref, clk: clk, rate: sink.Format().SampleRate}
 	t.lat, _ = hw.FindSink[hw.LatencyReporter](sink)
-	t.end, _ = hw.FindSink[writtenEnder](sink)
+	t.next, _ = hw.FindSink[nextStarter](sink)
 	return t
 }
 
 // Unwrap returns the wrapped sink.
 func (t *Tap) Unwrap() hw.AudioSink { return t.AudioSink }
 
-// Write implements hw.AudioSink (mono sinks; for stereo the first channel
-// is the reference).
+// Write implements hw.AudioSink (mono sinks; a stereo sink's blocks are
+// not recorded).
 func (t *Tap) Write(p []int16) error {
-	err := t.AudioSink.Write(p)
-	if err != nil {
-		return err
-	}
 	if t.AudioSink.Format().Channels != 1 {
-		return nil
+		return t.AudioSink.Write(p)
 	}
-	dur := time.Duration(len(p)) * time.Second / time.Duration(t.rate)
-	if t.end != nil {
-		t.ref.PlayedExact(p, t.end.WrittenEnd()-dur)
-		return nil
+	if t.next != nil {
+		t.ref.PlayedExact(p, t.next.NextStart())
+		return t.AudioSink.Write(p)
+	}
+	// Recorded once the device took it; announced before, so that a read
+	// of the reference meanwhile knows it lacks audio being played
+	// (Reference.behind): the goroutine may record it late on a loaded
+	// machine, after the capture read its echo.
+	var lat time.Duration
+	if t.lat != nil {
+		lat = t.lat.DeviceLatency()
+	}
+	t.ref.expect(p, lat)
+	if err := t.AudioSink.Write(p); err != nil {
+		t.ref.pendTo.Store(0)
+		return err
 	}
 	// After Write returns, its last sample reaches the DAC DeviceLatency
 	// later, so the first one did that minus the block's duration.
-	dac := t.clk.Mono() - dur
+	dac := t.clk.Mono() - time.Duration(len(p))*time.Second/time.Duration(t.rate)
 	if t.lat != nil {
 		dac += t.lat.DeviceLatency()
 	}

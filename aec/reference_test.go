@@ -6,6 +6,7 @@ import (
 
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/hw/sim"
 )
 
 // refRig plays 10 ms blocks, each holding one constant value (its number
@@ -111,37 +112,45 @@ func TestReferenceKeepsItsTimelineUnderJitter(t *testing.T) {
 }
 
 // lateSink is a blocking sink (Write returns when its block has played)
-// whose Write returns late by the amount in late: a loaded machine.
+// whose Write returns late by the amount in late: a loaded machine. It
+// checks whether the reference held the block while it played.
 type lateSink struct {
-	clk  *clock.Fake
-	late time.Duration
-	end  time.Duration
-	ends bool // reports WrittenEnd
+	clk     *clock.Fake
+	ref     *Reference
+	late    time.Duration
+	start   time.Duration // where the next block starts (NextStart)
+	inTime  bool          // the reference held the last block while it played
+	pending bool          // the reference announced it (Reference.behind)
 }
 
 func (s *lateSink) Format() hw.AudioFormat { return hw.AudioFormat{SampleRate: Rate, Channels: 1} }
 func (s *lateSink) Close() error           { return nil }
 func (s *lateSink) Write(p []int16) error {
 	d := time.Duration(len(p)) * time.Second / Rate
-	s.end = s.clk.Mono() + d
+	s.start = s.clk.Mono()
+	got := make([]int16, 1)
+	s.ref.Read(got, s.start+d/2)
+	s.inTime = got[0] == p[len(p)/2]
+	s.pending = s.ref.behind(s.ref.index(s.start+d), s.start, d)
 	s.clk.Advance(d + s.late)
 	return nil
 }
 
-type lateEnder struct{ *lateSink }
+type lateStarter struct{ *lateSink }
 
-func (s lateEnder) WrittenEnd() time.Duration { return s.end }
+func (s lateStarter) NextStart() time.Duration { return s.clk.Mono() }
 
 // A blocking sink's Write that returns late must not move the reference
-// later than the echo: with WrittenEnd the Tap places the block where it
-// played; with only the return time it is off by the lateness (what made
-// the simulated robot interrupt itself on a loaded CI machine).
+// later than the echo: with NextStart the Tap places the block where it
+// plays before the device has it; with only the return time it is off by
+// the lateness (what made the simulated robot interrupt itself on a loaded
+// CI machine), and until then the reference is behind the echo: it says
+// so (Reference.behind) while the block is in the device.
 func TestTapPlacesLateReturningWritesWhereTheyPlayed(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		ender   bool
-		wantOff bool
-	}{{"written end", true, false}, {"return time only", false, true}} {
+		starter bool
+	}{{"next start", true}, {"return time only", false}} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := clock.NewFake()
 			clk.Advance(time.Second)
@@ -149,24 +158,39 @@ func TestTapPlacesLateReturningWritesWhereTheyPlayed(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ls := &lateSink{clk: clk, late: 80 * time.Millisecond}
+			ls := &lateSink{clk: clk, ref: ref, late: 80 * time.Millisecond}
 			var sink hw.AudioSink = ls
-			if tc.ender {
-				sink = lateEnder{ls}
+			if tc.starter {
+				sink = lateStarter{ls}
 			}
 			tap := NewTap(sink, ref, clk)
 			blk := make([]int16, Rate/50) // 20 ms
 			for i := range blk {
 				blk[i] = 1000
 			}
-			start := clk.Mono()
 			if err := tap.Write(blk); err != nil {
 				t.Fatal(err)
 			}
+			if ls.inTime != tc.starter || ls.pending == tc.starter {
+				t.Fatalf("while the block played: the reference held it %v, announced it pending %v; want %v, %v", ls.inTime, ls.pending, tc.starter, !tc.starter)
+			}
 			got := make([]int16, 1)
-			ref.Read(got, start+10*time.Millisecond)
-			if off := got[0] != 1000; off != tc.wantOff {
-				t.Fatalf("sample 10 ms into the block read %d at its true time; want found=%v", got[0], !tc.wantOff)
+			ref.Read(got, ls.start+10*time.Millisecond)
+			if off := got[0] != 1000; off != !tc.starter {
+				t.Fatalf("sample 10 ms into the block read %d at its true time; want found=%v", got[0], tc.starter)
+			}
+			if ref.behind(ref.index(ls.start+20*time.Millisecond), ls.start, 20*time.Millisecond) {
+				t.Fatal("after the Write the reference still says it lacks a block")
+			}
+			// A quiet block (no far-end audio) is not announced.
+			for i := range blk {
+				blk[i] = 10
+			}
+			if err := tap.Write(blk); err != nil {
+				t.Fatal(err)
+			}
+			if ls.pending {
+				t.Fatal("a quiet block was announced pending")
 			}
 		})
 	}
@@ -205,6 +229,50 @@ func TestReferencePlayedExactFollowsAtOnce(t *testing.T) {
 		play(false)
 		if r.placed() {
 			t.Errorf("shift %v: Played followed a one-block disagreement at once", shift)
+		}
+	}
+}
+
+// With the simulated speaker (it plays a block inside Write, and its echo
+// reaches the mic before Write returns) the Tap records each block before
+// the speaker plays it, where it plays (NextStart): a capture reading the
+// echo meanwhile has the block. Recorded after Write, the reference lagged
+// the echo by up to a block, and on a loaded machine by more: the first
+// words of a reply passed the canceller as the user's.
+func TestTapRecordsTheSimulatedSpeakersBlockBeforeItPlays(t *testing.T) {
+	clk := clock.NewFake()
+	clk.Advance(time.Second)
+	spk, err := sim.NewSpeaker(sim.SpeakerConfig{Latency: 5 * time.Millisecond}, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer spk.Close()
+	ref, err := NewReference(clk, spk.Format().SampleRate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap := NewTap(spk, ref, clk)
+	blk := make([]int16, 480) // 20 ms at 24 kHz
+	for k := range 3 {
+		for i := range blk {
+			blk[i] = int16(1000 * (k + 1))
+		}
+		start := spk.NextStart()
+		done := make(chan error, 1)
+		go func() { done <- tap.Write(blk) }()
+		// The speaker is playing the block (its Write waits on the
+		// clock): the reference holds it already, 10 ms in.
+		for clk.Sleepers() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		got := make([]int16, 1)
+		ref.Read(got, start+10*time.Millisecond)
+		if want := int16(1000 * (k + 1)); got[0] < want-50 || got[0] > want+50 {
+			t.Fatalf("block %d: while it played the reference held %d 10 ms into it, want about %d", k, got[0], want)
+		}
+		clk.Advance(20 * time.Millisecond)
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -286,6 +286,7 @@ type Source struct {
 	burstHold      int // samples the linear guard still stands down after a near-end burst (linearBurstHoldMS)
 	saturatedReads atomic.Int64
 	echoClips      atomic.Int64
+	refLate        atomic.Int64 // reads held because the reference lacked the speaker's audio (RefLate)
 }
 
 // capturedEnder is an optional capability of a source: the clock.Mono time
@@ -441,6 +442,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	}
 	clippedEnd := -1 // end of the last mic frame of this read that clipped
 	clipped := 0     // mic frames of this read that clipped
+	refLate := false // the reference lacked audio the speaker was handed (Reference.behind)
 	for off := 0; off+FrameSamples <= n; off += FrameSamples {
 		near := dst[off : off+FrameSamples]
 		if s.est != nil {
@@ -466,6 +468,9 @@ func (s *Source) Read(dst []int16) (int, error) {
 			}
 		} else {
 			s.delaySamples.Store(int64(s.bulk + s.cfg.MarginMS*Rate/1000))
+		}
+		if s.ref.behind(s.next-int64(s.bulk)+FrameSamples+1, t+time.Duration(off)*time.Second/Rate, FrameSamples*time.Second/Rate) {
+			refLate = true
 		}
 		if s.fr != nil {
 			s.fr.read(s.ref, s.far, s.next-int64(s.bulk), s.frac, s.ratio)
@@ -712,13 +717,22 @@ func (s *Source) Read(dst []int16) (int, error) {
 		}
 		s.rvRT60.Store(math.Float64bits(s.rv.RT60()))
 	}
+	if refLate && !echo {
+		// The speaker was handed the far end's audio that the reference
+		// did not hold yet when this read needed it (the goroutine that
+		// records it ran late: a loaded machine): the canceller had no
+		// far end for it, and its echo would pass as the user. Held as
+		// echo, after every statistic above (none learnt from it).
+		echo = true
+		s.refLate.Add(1)
+	}
 	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && (echo || startEcho || noiseOnly))
 	if s.lin != nil {
 		s.onsetUse = s.farHang > 0 && reductionDB(eMic, eDec) < onsetRoomDB
 	}
-	s.echoFree.Store(s.farHang == 0)
+	s.echoFree.Store(s.farHang == 0 && !refLate)
 	if s.lin != nil && s.lin.Gated() {
-		s.gate(dst[:n/FrameSamples*FrameSamples], s.farHang > 0, !(echo || noiseOnly))
+		s.gate(dst[:n/FrameSamples*FrameSamples], s.farHang > 0 || refLate, !(echo || noiseOnly))
 	}
 	return n, nil
 }
@@ -1084,6 +1098,13 @@ func saturated(f []int16) bool {
 	}
 	return false
 }
+
+// RefLate counts reads held as echo, that the other tests let through,
+// because the speaker had been handed far-end audio that the reference did
+// not hold yet when the read needed it: the speaker's writer recorded it
+// late (a loaded machine), so the canceller had nothing to cancel the echo
+// with. Any goroutine.
+func (s *Source) RefLate() int64 { return s.refLate.Load() }
 
 // Saturated counts reads the mic's clipping made count as echo that the
 // other tests would have let through as the user. Any goroutine.

@@ -1268,3 +1268,99 @@ func TestLinearGuardStandsDownAfterABurst(t *testing.T) {
 		t.Errorf("%d ms after the burst, the read the linear filter reduced by 3 dB is still not the user", linearBurstHoldMS+40)
 	}
 }
+
+// hookSpk is a sink without device times whose Write runs during its
+// block: what the capture goroutine does while the speaker's writer is in
+// the device's Write.
+type hookSpk struct {
+	during func()
+	lat    time.Duration // DeviceLatency
+}
+
+func (hookSpk) Format() hw.AudioFormat         { return hw.TTSFormat }
+func (hookSpk) Close() error                   { return nil }
+func (s hookSpk) DeviceLatency() time.Duration { return s.lat }
+func (s hookSpk) Write([]int16) error {
+	if s.during != nil {
+		s.during()
+	}
+	return nil
+}
+
+// A mic read made while the speaker's writer is handing the device a
+// block of the robot's voice that the reference does not hold yet (it is
+// recorded after the device's Write; on a loaded machine the writer runs
+// late) may hold that block's echo with nothing to cancel it: it is held
+// as echo (RefLate), not heard as the user. A read made while a quiet
+// block is in the device, or with nothing in it, is not held.
+func TestReadBehindTheReferenceIsEcho(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	spk := &hookSpk{}
+	tap := NewTap(spk, ref, clk)
+	s := NewSource(fakeMic{clk}, ref, &scaler{gain: 1}, clk, SourceConfig{FixedDelayMS: 20})
+	loud, quiet, frame := make([]int16, 480), make([]int16, 480), make([]int16, 320)
+	for i := range loud {
+		loud[i] = int16(2000 * (i%7 - 3))
+	}
+	type state struct{ free, dominated bool }
+	var during state
+	spk.during = func() {
+		s.Read(frame)
+		during = state{s.EchoFree(), s.EchoDominated()}
+	}
+	for i := range 25 {
+		if tap.Write(quiet); !during.free || during.dominated {
+			t.Fatalf("read %d during a quiet block: echo-free %v, echo-dominated %v; want true, false", i, during.free, during.dominated)
+		}
+	}
+	if s.RefLate() != 0 {
+		t.Fatalf("%d reads held for a late reference with the robot silent", s.RefLate())
+	}
+	// The first block of a reply: its echo may be in this read already.
+	if tap.Write(loud); during.free || !during.dominated || s.RefLate() != 1 {
+		t.Fatalf("read during the first loud block: echo-free %v, echo-dominated %v, held %d; want false, true, 1", during.free, during.dominated, s.RefLate())
+	}
+	// Outside the device's Write nothing is pending: the recorded reply
+	// decides (the far end is playing, so not echo-free).
+	readDuring := spk.during
+	spk.during = nil
+	tap.Write(loud)
+	s.Read(frame)
+	if s.RefLate() != 1 || s.EchoFree() {
+		t.Fatalf("read after the block was recorded: held %d, echo-free %v; want 1, false", s.RefLate(), s.EchoFree())
+	}
+	// A device that has not taken a block for 200 ms (a stream still
+	// starting) plays nothing of it meanwhile: once the far end's tail is
+	// over, a read then is echo-free again.
+	for range 30 {
+		tap.Write(quiet)
+		s.Read(frame)
+	}
+	spk.during = func() {
+		clk.Advance(200 * time.Millisecond)
+		readDuring()
+	}
+	if tap.Write(loud); !during.free || s.RefLate() != 1 {
+		t.Fatalf("read 200 ms into a Write the device has not taken: echo-free %v, held %d; want true, 1", during.free, s.RefLate())
+	}
+	// With 100 ms of device latency a block handed over now plays 100 ms
+	// from now: a read of what the mic captured meanwhile is not held; one
+	// 100 ms later is.
+	for range 30 {
+		tap.Write(quiet)
+		s.Read(frame)
+	}
+	spk.lat = 100 * time.Millisecond
+	spk.during = readDuring
+	if tap.Write(loud); !during.free || s.RefLate() != 1 {
+		t.Fatalf("read of the 20 ms after handing a block to a device 100 ms behind: echo-free %v, held %d; want true, 1", during.free, s.RefLate())
+	}
+	spk.during = func() {
+		clk.Advance(80 * time.Millisecond)
+		readDuring()
+	}
+	if tap.Write(loud); during.free || s.RefLate() != 2 {
+		t.Fatalf("read 100 ms after handing a block to a device 100 ms behind: echo-free %v, held %d; want false, 2", during.free, s.RefLate())
+	}
+}

@@ -60,10 +60,10 @@ func TestEndToEndClipGuard(t *testing.T) {
 		down, backoff := e.reg.Value(clipguard.MetricDown), e.reg.Value(clipguard.MetricBackoff)
 		logged := strings.Contains(strings.Join(e.log.lines(), "\n"), "clipguard: the robot's own voice clips the mic")
 		clips := e.a.aecSrc.EchoClips()
-		t.Logf("clip guard %v: the echo clipped %d mic frames; %d steps down, lowered by %d dB", on, clips, down, backoff)
+		t.Logf("clip guard %v: the echo clipped %d mic frames; %d steps down, lowered by %d dB; %d reads held for a late reference", on, clips, down, backoff, e.a.aecSrc.RefLate())
 		if !on {
 			if down != 0 || logged || clips < 3 {
-				t.Errorf("clip guard off: %d steps down, logged %v, %d clipped echo frames; want none, false, at least 3 (the room clips the mic)", down, logged, clips)
+				t.Errorf("clip guard off: %d steps down, logged %v, %d clipped echo frames; want none, false, at least 3 (the room clips the mic); timeline:\n%s", down, logged, clips, e.timeline())
 			}
 			e.stop(t)
 			var sum strings.Builder

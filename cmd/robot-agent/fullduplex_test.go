@@ -110,6 +110,7 @@ func TestRealFullDuplexEchoPath(t *testing.T) {
 		stopSampler()
 		t.Logf("echo path seen by the probe (residual delay beyond the device latencies, per window):%s",
 			echoReport(farEnv, micEnv, clk.Mono()-t0, 2*time.Second))
+		t.Logf("mic reads held because the reference lacked audio the speaker had been handed: %d", a.aecSrc.RefLate())
 	}()
 	waitUntil(t, 5*time.Second, "gateway session", func() bool { return ra.a.client.Up() })
 	ra.a.gw.KeepPayloads(true)

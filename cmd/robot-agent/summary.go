@@ -41,6 +41,9 @@ func (a *agent) writeSummary(w io.Writer) {
 			n, v(clipguard.MetricDown), v(clipguard.MetricBackoff))
 	}
 	if a.aecSrc != nil {
+		if n := a.aecSrc.RefLate(); n > 0 {
+			fmt.Fprintf(w, "  speaker:   %d mic read(s) held as the robot's echo: the speaker had been handed audio the echo canceller's reference did not hold yet (its writer ran late: a loaded machine)\n", n)
+		}
 		if rt := a.aecSrc.RoomRT60(); rt > 0 {
 			fmt.Fprintf(w, "  room:      reverberation time %.2f s learnt from the mic; %d read(s) of the robot's own late reverberation kept from starting an utterance (duplex.reverb_guard)\n",
 				rt, a.aecSrc.ReverbHeld())

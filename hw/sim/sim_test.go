@@ -499,33 +499,55 @@ func BenchmarkMicRead20ms(b *testing.B) {
 	}
 }
 
-// WrittenEnd follows the device timeline, not when Write returned: a
+// NextStart follows the device timeline, not when Write returned: a
 // Write that returns late (the caller's goroutine woke up late) does not
-// move it.
-func TestSpeakerWrittenEndIgnoresLateReturns(t *testing.T) {
+// move it; past the device's slack the next block starts when written.
+func TestSpeakerNextStartIgnoresLateReturns(t *testing.T) {
 	clk := autoClock()
 	s, err := NewSpeaker(SpeakerConfig{Latency: 5 * time.Millisecond}, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if got := s.NextStart(); got != 5*time.Millisecond {
+		t.Fatalf("before the first block NextStart = %v, want now + 5 ms latency", got)
+	}
 	p := make([]int16, 480) // 20 ms
 	if err := s.Write(p); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.WrittenEnd(); got != 25*time.Millisecond {
-		t.Fatalf("after one 20 ms block from 0 with 5 ms latency WrittenEnd = %v", got)
+	if got := s.NextStart(); got != 25*time.Millisecond {
+		t.Fatalf("after one 20 ms block from 0 with 5 ms latency NextStart = %v", got)
 	}
 	// The caller comes back 15 ms late (within the device's slack, so no
 	// underrun): the next block still follows the first on the device.
 	clk.Advance(15 * time.Millisecond)
+	if got := s.NextStart(); got != 25*time.Millisecond {
+		t.Fatalf("15 ms late NextStart = %v, want 25ms (the return was late, the device was not)", got)
+	}
 	if err := s.Write(p); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.WrittenEnd(); got != 45*time.Millisecond {
-		t.Fatalf("second block WrittenEnd = %v, want 45ms (the return was late, the device was not)", got)
+	if got := s.NextStart(); got != 45*time.Millisecond {
+		t.Fatalf("second block NextStart = %v, want 45ms", got)
 	}
 	if s.Underruns() != 0 {
 		t.Fatalf("%d underruns", s.Underruns())
+	}
+	// Past the slack (one period, 20 ms) the device ran dry: a block
+	// written now starts now.
+	clk.Advance(100 * time.Millisecond)
+	now := clk.Mono()
+	if got := s.NextStart(); got != now+5*time.Millisecond {
+		t.Fatalf("after the device ran dry NextStart = %v, want now (%v) + 5 ms", got, now)
+	}
+	if err := s.Write(p); err != nil {
+		t.Fatal(err)
+	}
+	if s.Blocks()[2].At != now {
+		t.Fatalf("the block after the underrun started at %v, want %v (where NextStart put it)", s.Blocks()[2].At, now)
+	}
+	if s.Underruns() != 1 {
+		t.Fatalf("%d underruns, want the one", s.Underruns())
 	}
 }

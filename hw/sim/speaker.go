@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
@@ -87,8 +86,6 @@ type Speaker struct {
 	cut       bool          // Flush cut the current block
 	flushes   int
 
-	writtenEnd atomic.Int64 // WrittenEnd (ns)
-
 	room    *room.Path
 	latency time.Duration
 	mono    []int16 // first channel for the room (Write goroutine)
@@ -150,12 +147,8 @@ func (s *Speaker) Write(p []int16) error {
 		return fmt.Errorf("sim: speaker write of %d samples is not whole %d-channel frames", len(p), s.format.Channels)
 	}
 	frames := int64(len(p) / s.format.Channels)
-	now := s.clk.Mono()
 	underrun := false
-	// A caller up to one period late is not an underrun: a real device
-	// holds at least a period of audio beyond what Write blocks for.
-	slack := durationOf(int64(s.period), s.format.SampleRate)
-	if !s.started || now > s.base+durationOf(s.frames, s.format.SampleRate)+slack {
+	if now, dry := s.dry(); dry {
 		underrun = s.started
 		s.started, s.base, s.frames = true, now, 0
 	}
@@ -174,7 +167,6 @@ func (s *Speaker) Write(p []int16) error {
 	s.nblocks++
 	s.curAt, s.curFrames, s.curKeep = at, frames, len(s.samples)
 	s.curEnd, s.cut = s.base+durationOf(s.frames, s.format.SampleRate), false
-	s.writtenEnd.Store(int64(s.curEnd + s.latency))
 	if s.keep {
 		s.samples = append(s.samples, p...)
 	}
@@ -271,11 +263,31 @@ func (s *Speaker) Flushes() int {
 // block has played, so the latency is SpeakerConfig.Latency.
 func (s *Speaker) DeviceLatency() time.Duration { return s.latency }
 
-// WrittenEnd is when the sample after the last one handed to Write reaches
-// the room (clock.Mono time; see aec.Tap). Unlike DeviceLatency it does not
-// depend on how late the Write returned: a Write that wakes up late (a
-// loaded machine, -race) returns after its block has played. Any goroutine.
-func (s *Speaker) WrittenEnd() time.Duration { return time.Duration(s.writtenEnd.Load()) }
+// dry reports whether a block written now starts a new run (the first
+// block, or the device ran dry: the call came more than one period after
+// the previous block ended). A caller up to one period late is not an
+// underrun: a real device holds at least a period of audio beyond what
+// Write blocks for. Write goroutine.
+func (s *Speaker) dry() (now time.Duration, dry bool) {
+	now = s.clk.Mono()
+	slack := durationOf(int64(s.period), s.format.SampleRate)
+	return now, !s.started || now > s.base+durationOf(s.frames, s.format.SampleRate)+slack
+}
+
+// NextStart is when the first sample of a block handed to Write now
+// reaches the room (clock.Mono time; see aec.Tap, which records the block
+// in the echo canceller's reference before it plays): right after the
+// previous block, or now plus the latency when the device ran dry. It
+// follows the device timeline, not when the last Write returned (a Write
+// that wakes up late on a loaded machine returns after its block has
+// played). Write goroutine.
+func (s *Speaker) NextStart() time.Duration {
+	now, dry := s.dry()
+	if dry {
+		return now + s.latency
+	}
+	return s.base + durationOf(s.frames, s.format.SampleRate) + s.latency
+}
 
 // roomIndex converts a clock.Mono time to a 16 kHz sample index of the
 // room's common timeline.
