@@ -81,3 +81,40 @@ func TestDelayEstimatorFindsAndFollows(t *testing.T) {
 		}
 	}
 }
+
+// While the near end talks over the far end (NearEnd) the estimator takes
+// no new delay, however well a window holding the user correlates at
+// another lag; once the user has been out of the window for its length it
+// follows again. A hold that never lapses gives up after maxNearHold (a
+// real delay change whose uncancelled echo passes as the user).
+func TestDelayEstimatorHoldsWhileTheNearEndTalks(t *testing.T) {
+	const ms = Rate / 1000
+	r := newDelayRig(7)
+	want := func(when string, d int) {
+		t.Helper()
+		if got := r.estimate(t); !near(got, d*ms, 4*ms) {
+			t.Fatalf("%s: %d ms, want %d", when, got/ms, d)
+		}
+	}
+	// talk pushes frames of 10 ms with the mic at lag ms, each marked.
+	talk := func(frames, lag int) {
+		for range frames {
+			r.run(0.01, lag*ms)
+			r.d.NearEnd()
+		}
+	}
+	r.run(4, 60*ms)
+	want("before", 60)
+	// The mic now correlates at 200 ms; NearEnd marks every frame for
+	// 1 s: the estimate stays.
+	talk(100, 200)
+	want("while the near end talks", 60)
+	// The hold lapses 2 s (the window) after the last mark.
+	r.run(1.5, 200*ms)
+	want("1.5 s after the near end (still in the window)", 60)
+	r.run(3, 200*ms)
+	want("after the hold", 200)
+	// Marked without end, the hold gives up after maxNearHold.
+	talk(600, 100)
+	want("after 6 s of marks (the hold gave up)", 100)
+}

@@ -730,6 +730,11 @@ func (s *Source) Read(dst []int16) (int, error) {
 	if s.lin != nil {
 		s.onsetUse = s.farHang > 0 && reductionDB(eMic, eDec) < onsetRoomDB
 	}
+	if s.est != nil && s.farHang > 0 && !echo && !noiseOnly {
+		// The user over the robot's voice: no delay estimate from a
+		// window holding them (DelayEstimator.NearEnd).
+		s.est.NearEnd()
+	}
 	s.echoFree.Store(s.farHang == 0 && !refLate)
 	if s.lin != nil && s.lin.Gated() {
 		s.gate(dst[:n/FrameSamples*FrameSamples], s.farHang > 0 || refLate, !(echo || noiseOnly))
