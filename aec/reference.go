@@ -171,11 +171,7 @@ const pendSlack = 20 * time.Millisecond
 // latency lat (now: the time until what the device holds has played) for
 // its duration, widened by pendSlack. Producer goroutine.
 func (r *Reference) expect(p []int16, lat time.Duration) {
-	var e float64
-	for _, v := range p {
-		e += float64(v) * float64(v)
-	}
-	if e <= farActive*farActive*float64(len(p)) {
+	if energy(p) <= farActive*farActive*float64(len(p)) {
 		return
 	}
 	start := r.clk.Mono() + lat
