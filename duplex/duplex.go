@@ -115,7 +115,11 @@ type Result struct {
 	// caused: over the 100 ms before the start the echo at the mic was
 	// more than 10 dB below the room noise (the noise alone, e.g. babble,
 	// started an utterance, as it would with the robot silent).
-	FalseNoEcho     int
+	FalseNoEcho int
+	// FalseAfterReply counts the false barge-ins that started after a
+	// reply's audio had ended (in the gap before the next: the room's
+	// echo tail, the suppressor's release).
+	FalseAfterReply int
 	BargeInsIn300ms int
 	CPUPerSecond    time.Duration // chain CPU per second of audio
 	DelayEstimate   time.Duration
@@ -453,8 +457,11 @@ func Run(s Scenario) (Result, error) {
 					res.FalseNoEcho++
 				}
 			}
+			rel := st.at - dur(lead)
+			if rel >= 0 && rel%dur(replyLen+gap) >= dur(replyLen) {
+				res.FalseAfterReply++
+			}
 			if os.Getenv("DUPLEX_DEBUG") != "" {
-				rel := st.at - dur(lead)
 				fmt.Fprintf(os.Stderr, "false start at %v: reply %d +%v\n", st.at, int(rel/dur(replyLen+gap)), rel%dur(replyLen+gap))
 			}
 		}

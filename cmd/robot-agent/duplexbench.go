@@ -304,6 +304,9 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		if k.rg && r.ReverbHeld > 0 {
 			notes = append(notes, fmt.Sprintf("%s: the reverberation guard held %d reads (room RT60 learnt from the mic: %.2f s)", k.name, r.ReverbHeld, r.RoomRT60))
 		}
+		if r.FalseAfterReply > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d of the false barge-ins started after a reply had ended (its echo's tail)", k.name, r.FalseAfterReply))
+		}
 		if r.EchoClips > 0 {
 			notes = append(notes, fmt.Sprintf("%s: the robot's echo clipped the mic in %d frames of 10 ms; %s", k.name, r.EchoClips,
 				map[bool]string{true: fmt.Sprintf("the clip guard lowered its voice by %.0f dB", r.ClipBackoffDB), false: "no clip guard (--clip-guard=false)"}[f.clipGuard]))
