@@ -79,8 +79,11 @@ type SourceConfig struct {
 	// read whose decision signal is below that prediction, and whose
 	// linear output (dual path) is at most 4 dB above it, starts no
 	// utterance (EchoDominated), unless the linear guard found the user in
-	// it. Nothing changes until the room is learnt, nor in a room whose
-	// reverberation is under the noise. 0: off.
+	// it; after the far end stopped (its 400 ms hang over), while the
+	// prediction is above the noise floor, so does a read whose decision
+	// signal is at most 4 dB above it (the tail of the reply's last
+	// words). Nothing changes until the room is learnt, nor in a room
+	// whose reverberation is under the noise. 0: off.
 	ReverbGuardMS int
 }
 
@@ -712,6 +715,19 @@ func (s *Source) Read(dst []int16) (int, error) {
 		// the suppressor held down is still in it.
 		if !echo && !startEcho && !noiseOnly && !linUser && s.farHang > 0 && s.echoReads >= convergedReads && eDec < eLate &&
 			(s.lin == nil || eLin < reverbLinearRatio*eLate) {
+			startEcho = true
+			s.rvHeld.Add(1)
+		}
+		// After the reply (farTail past) the room's late reverberation
+		// of its last words is still in the mic while the prediction
+		// stays above the noise floor: in a quiet room with an RT60 of
+		// 0.8 s, 40 dB and more over it. A read holding no more than
+		// that (within reverbLinearRatio: the canceller's suppressor has
+		// released and both outputs hold the late reverberation) starts
+		// no utterance either; a user who answers the robot is louder
+		// than its fading echo.
+		if !startEcho && s.farHang == 0 && s.echoReads >= convergedReads && s.haveNoise &&
+			eLate > s.noiseEnergy(n) && eDec < reverbLinearRatio*eLate {
 			startEcho = true
 			s.rvHeld.Add(1)
 		}
