@@ -81,12 +81,11 @@ type SourceConfig struct {
 	// utterance (EchoDominated), unless the linear guard found the user in
 	// it (from 200 ms after the far end stopped the linear output may
 	// exceed that bound if the linear guard did not find it louder than
-	// the filter's usual residual); after the far end stopped (its 400 ms
-	// hang over), while the
-	// prediction is above the noise floor, so does a read whose decision
-	// signal is at most 4 dB above it (the tail of the reply's last
-	// words). Nothing changes until the room is learnt, nor in a room
-	// whose reverberation is under the noise. 0: off.
+	// the filter's usual residual). After the far end's 400 ms hang, while
+	// the prediction is above the noise floor, a read whose decision
+	// signal is at most 4 dB above it starts none either (the tail of the
+	// reply's last words). Nothing changes until the room is learnt, nor
+	// in a room whose reverberation is under the noise. 0: off.
 	ReverbGuardMS int
 }
 
