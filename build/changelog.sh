@@ -23,8 +23,10 @@ entry() {
 	while IFS= read -r line; do
 		n=$((n + 1))
 		if ((n > MAX_LINES)); then
-			echo "  * ... and more (see the git history)."
-			break
+			# Read on to the end: a writer left with more than a pipe
+			# buffer of subjects would die of SIGPIPE (pipefail: exit 141).
+			((n == MAX_LINES + 1)) && echo "  * ... and more (see the git history)."
+			continue
 		fi
 		echo "  * $line" | fold -s -w 78 | sed -e 's/ *$//' -e '2,$s/^/    /'
 	done
