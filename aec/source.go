@@ -722,11 +722,8 @@ func (s *Source) Read(dst []int16) (int, error) {
 		// recent echo (!linAudible) is no evidence of the user either:
 		// there the filter has not yet removed the early part of the last
 		// words' echo, and its output lay 0.2-2 dB over the 4 dB allowed.
-		if !echo && !startEcho && !noiseOnly && !linUser && s.farHang > 0 && s.echoReads >= convergedReads && eDec < eLate &&
-			(s.lin == nil || eLin < reverbLinearRatio*eLate || (!linAudible && s.farHang <= (farTail-reverbSilentMS)*Rate/1000)) {
-			startEcho = true
-			s.rvHeld.Add(1)
-		}
+		during := !echo && !noiseOnly && !linUser && s.farHang > 0 && eDec < eLate &&
+			(s.lin == nil || eLin < reverbLinearRatio*eLate || (!linAudible && s.farHang <= (farTail-reverbSilentMS)*Rate/1000))
 		// After the reply (farTail past) the room's late reverberation
 		// of its last words is still in the mic while the prediction
 		// stays above the noise floor: in a quiet room with an RT60 of
@@ -735,8 +732,8 @@ func (s *Source) Read(dst []int16) (int, error) {
 		// released and both outputs hold the late reverberation) starts
 		// no utterance either; a user who answers the robot is louder
 		// than its fading echo.
-		if !startEcho && s.farHang == 0 && s.echoReads >= convergedReads && s.haveNoise &&
-			eLate > s.noiseEnergy(n) && eDec < reverbLinearRatio*eLate {
+		after := s.farHang == 0 && s.haveNoise && eLate > s.noiseEnergy(n) && eDec < reverbLinearRatio*eLate
+		if !startEcho && s.echoReads >= convergedReads && (during || after) {
 			startEcho = true
 			s.rvHeld.Add(1)
 		}
