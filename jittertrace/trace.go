@@ -16,8 +16,9 @@
 // starts at the first frame's arrival, so only differences matter, and no
 // frame may arrive more than 1e9 ms (11.6 days) after the first. samples is
 // the number of 24 kHz mono samples in the frame (an integer in [1,
-// 240000]). Blank lines and lines starting with '#' are ignored; spaces
-// around the fields, CRLF line ends, a UTF-8 byte-order mark and one header
+// 240000]). Blank lines and comments from a '#' to the end of the line
+// (a whole line, or after a frame's fields) are ignored; spaces around the
+// fields, CRLF line ends, a UTF-8 byte-order mark and one header
 // line "arrival_ms,samples" before the first frame (as a CSV export writes
 // it) are allowed. Frames are delivered in file order; a frame whose
 // arrival is earlier than the previous frame's is delivered with the
@@ -68,8 +69,11 @@ func Parse(r io.Reader, name string) ([]Frame, error) {
 		if line == 1 {
 			txt = strings.TrimPrefix(txt, "\uFEFF")
 		}
+		if i := strings.IndexByte(txt, '#'); i >= 0 {
+			txt = txt[:i] // a comment line, or one after the fields
+		}
 		txt = strings.TrimSpace(txt)
-		if txt == "" || txt[0] == '#' {
+		if txt == "" {
 			continue
 		}
 		bad := func(format string, a ...any) error {

@@ -20,6 +20,7 @@ func TestParse(t *testing.T) {
 	}{
 		{"plain", "0,480\n20,480\n", []Frame{{0, 480}, {ms(20), 480}}},
 		{"comments, blanks, spaces, decimals", "# a trace\n\n  10.5 , 480 \n# mid\n30.25,960\n", []Frame{{0, 480}, {ms(19.75), 960}}},
+		{"comments after the fields", "0,480 # first\n20,480# second\r\n  # indented\n", []Frame{{0, 480}, {ms(20), 480}}},
 		{"CRLF and a byte-order mark", "\uFEFF5,480\r\n25,480\r\n", []Frame{{0, 480}, {ms(20), 480}}},
 		{"CSV header", "arrival_ms,samples\n0,480\n", []Frame{{0, 480}}},
 		{"header after comments, other case", "# from a capture\nArrival_MS, Samples\n0,480\n", []Frame{{0, 480}}},
@@ -55,6 +56,7 @@ func TestParseErrors(t *testing.T) {
 		{"header after a frame", "0,480\narrival_ms,samples\n", `t:2: arrival_ms "arrival_ms" is not a number`},
 		{"semicolon", "0;480\n", `t:1: want "arrival_ms,samples", got "0;480"`},
 		{"three fields", "0,480,1\n", `t:1: want "arrival_ms,samples"`},
+		{"a comment in place of samples", "0,# 480\n", `t:1: samples "" is not an integer`},
 		{"NaN", "NaN,480\n", `t:1: arrival_ms "NaN" is not a number`},
 		{"Inf", "0,480\n+Inf,480\n", `t:2: arrival_ms "+Inf" is not a number`},
 		{"too far", "0,480\n2e9,480\n", "t:2: arrival_ms 2e9 is 2000000000 ms from the first frame's 0; at most 1e9 ms apart"},

@@ -25,7 +25,7 @@ deepest buffer.
 
 Trace format (docs/benchmarks.md): one line per TTS frame in send order,
 "arrival_ms,samples" (24 kHz mono samples; arrival from any origin, e.g.
-epoch milliseconds), '#' starts a comment line.
+epoch milliseconds), '#' starts a comment (a line, or after a frame).
 'robot-agent jitter-replay --generate KIND --seed N' writes a synthetic
 trace to stdout instead (kinds: ethernet wifi busywifi lte stall2s burst4x
 burst10x).
