@@ -64,10 +64,13 @@ type Scenario struct {
 	// SNRDB is the near-end (nominal, at SERDB) active level over the
 	// noise's RMS level; +Inf or 0 with NoiseKind "" or "none": no noise.
 	SNRDB float64
-	// Room is the echo path; its Noise/NoiseDBFS are set from NoiseKind and
-	// SNRDB.
+	// Room is the echo path; its Noise, NoiseWAV and NoiseDBFS are set from
+	// NoiseKind or NoiseWAV and SNRDB.
 	Room      room.Config
 	NoiseKind string
+	// NoiseWAV is a noise recording (room.Config.NoiseWAV) used instead of
+	// NoiseKind; at most one of the two.
+	NoiseWAV string
 	// AEC is the canceller; Align its alignment.
 	AEC   aec.Options
 	Align aec.SourceConfig
@@ -211,16 +214,25 @@ func Run(s Scenario) (Result, error) {
 		Scale(near, nearLevel-ActiveLevel(near, NearRate))
 	}
 	rc := s.Room
-	rc.Noise, rc.NoiseDBFS = room.NoiseNone, 0
-	if s.NoiseKind != "" && s.NoiseKind != room.NoiseNone && !math.IsInf(s.SNRDB, 1) {
-		rc.Noise, rc.NoiseDBFS = s.NoiseKind, min(nearLevel-s.SNRDB, 0)
+	rc.Noise, rc.NoiseDBFS, rc.NoiseWAV = room.NoiseNone, 0, ""
+	kind := s.NoiseKind != "" && s.NoiseKind != room.NoiseNone
+	if kind && s.NoiseWAV != "" {
+		return Result{}, fmt.Errorf("%w: noise kind %q and noise recording %q: choose one", ErrScenario, s.NoiseKind, s.NoiseWAV)
+	}
+	if !math.IsInf(s.SNRDB, 1) {
+		switch {
+		case s.NoiseWAV != "":
+			rc.NoiseWAV, rc.NoiseDBFS = s.NoiseWAV, min(nearLevel-s.SNRDB, 0)
+		case kind:
+			rc.Noise, rc.NoiseDBFS = s.NoiseKind, min(nearLevel-s.SNRDB, 0)
+		}
 	}
 	path, err := room.New(rc)
 	if err != nil {
 		return Result{}, err
 	}
 	echoCfg := rc
-	echoCfg.Noise = room.NoiseNone
+	echoCfg.Noise, echoCfg.NoiseWAV = room.NoiseNone, ""
 	echoOnly, _ := room.New(echoCfg)
 
 	// Timeline.
@@ -451,7 +463,7 @@ func Run(s Scenario) (Result, error) {
 		}
 		if !matched {
 			res.FalseBargeIns++
-			if k := int(st.at * NearRate / time.Second); rc.Noise != room.NoiseNone && k <= total {
+			if k := int(st.at * NearRate / time.Second); rc.HasNoise() && k <= total {
 				e := energy(src.echoTL[max(0, k-NearRate/10):k]) / float64(NearRate/10)
 				if 10*math.Log10(e+1e-9)-90.309 < rc.NoiseDBFS-10 {
 					res.FalseNoEcho++

@@ -5,7 +5,7 @@
 // of the echo return loss), an optional loudspeaker non-linearity (soft
 // clipping), a clock offset between the speaker and the mic (the mic
 // samples a little faster or slower; fractional resampling) and additive
-// noise (white, pink, motor hum, babble, knocks).
+// noise (white, pink, motor hum, babble, knocks, or a recording looped).
 //
 // The core is independent of devices and time: Play hands the path the
 // samples the speaker plays, positioned at the speaker's sample index;
@@ -84,8 +84,20 @@ type Config struct {
 	// its RMS level at the mic.
 	Noise     string  `yaml:"noise"`
 	NoiseDBFS float64 `yaml:"noise_dbfs"`
+	// NoiseWAV, if set, is a noise recording (any WAV codec/wav reads;
+	// channels mixed, resampled to 16 kHz; at least 100 ms) that replaces
+	// the Noise kind: the robot's own motors, a fan, a street, a room of
+	// talkers. It is looped from a position chosen by Seed and played at
+	// NoiseDBFS (its RMS over the whole file).
+	NoiseWAV string `yaml:"noise_wav"`
 	// Seed makes the impulse response and the noise reproducible.
 	Seed uint64 `yaml:"seed"`
+}
+
+// HasNoise reports whether c adds noise: a Noise kind other than none, or
+// a NoiseWAV.
+func (c Config) HasNoise() bool {
+	return c.NoiseWAV != "" || c.Noise != "" && c.Noise != NoiseNone
 }
 
 // Moderate is the default echo path of `make run`: a small robot with the
@@ -121,7 +133,7 @@ func (c Config) Validate() error {
 	if c.Noise != "" && !slices.Contains(NoiseKinds, c.Noise) {
 		bad("noise %q is not one of %v", c.Noise, NoiseKinds)
 	}
-	if c.Noise != "" && c.Noise != NoiseNone && !(c.NoiseDBFS <= 0 && c.NoiseDBFS >= -120) {
+	if c.HasNoise() && !(c.NoiseDBFS <= 0 && c.NoiseDBFS >= -120) {
 		bad("noise_dbfs %v out of range -120..0", c.NoiseDBFS)
 	}
 	return errors.Join(errs...)
@@ -198,15 +210,25 @@ func New(c Config) (*Path, error) {
 		}
 	}
 	p.irLen = len(ir)
-	kind := c.Noise
-	if kind == "" {
-		kind = NoiseNone
-	}
 	var err error
-	if p.noise, err = NewNoise(kind, Rate, c.Seed+1); err != nil {
-		return nil, err
+	if c.NoiseWAV != "" {
+		rec, rerr := readNoiseWAV(c.NoiseWAV)
+		if rerr == nil {
+			p.noise, rerr = NewRecordedNoise(rec, c.Seed+1)
+		}
+		if rerr != nil {
+			return nil, fmt.Errorf("%w: noise_wav %q: %v", ErrConfig, c.NoiseWAV, rerr)
+		}
+	} else {
+		kind := c.Noise
+		if kind == "" {
+			kind = NoiseNone
+		}
+		if p.noise, err = NewNoise(kind, Rate, c.Seed+1); err != nil {
+			return nil, err
+		}
 	}
-	if kind != NoiseNone {
+	if c.HasNoise() {
 		p.noiseGain = float32(32768 * math.Pow(10, c.NoiseDBFS/20))
 	}
 	for ph := 0; ph <= interpPhases; ph++ {
@@ -293,6 +315,24 @@ func irFromWAV(a wav.FloatAudio) []float64 {
 		ir[i] = float64(mono[i])
 	}
 	return ir
+}
+
+// readNoiseWAV reads a noise recording: its channels mixed, at Rate.
+func readNoiseWAV(path string) ([]int16, error) {
+	a, err := wav.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	mono := a.Mono()
+	if a.SampleRate == Rate {
+		return mono, nil
+	}
+	r, err := resample.New(a.SampleRate, Rate, resample.QualityDefault)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int16, r.OutLen(len(mono)))
+	return out[:r.Process(out, mono)], nil
 }
 
 // Config returns the configuration the path was built with.

@@ -200,15 +200,19 @@ func (c duplexConfig) validate() error {
 }
 
 // roomProblem is how package room words a problem: "delay_ms 2000 out of
-// range 0..1000" (key, value, problem).
-var roomProblem = regexp.MustCompile(`^([a-z0-9_]+) (\S+) (.+)$`)
+// range 0..1000" or `noise_wav "x.wav": wav: ...` (key, value, problem).
+var roomProblem = regexp.MustCompile(`^([a-z0-9_]+) ("(?:[^"\\]|\\.)*"|\S+):? (.+)$`)
 
 // roomError names a problem of room.Config.Validate by its YAML path
 // below prefix (duplex.sim_room).
 func roomError(prefix string, err error) *field.Error {
 	msg := strings.TrimPrefix(err.Error(), room.ErrConfig.Error()+": ")
 	if m := roomProblem.FindStringSubmatch(msg); m != nil {
-		return &field.Error{Path: field.Join(prefix, m[1]), Value: m[2], Problem: m[3]}
+		e := &field.Error{Path: field.Join(prefix, m[1]), Value: m[2], Problem: m[3]}
+		if strings.HasSuffix(m[1], "_wav") {
+			e.Hint = "give a readable WAV file, or leave it empty for " + map[bool]string{true: "the synthetic impulse response", false: "the noise kind (noise)"}[m[1] == "ir_wav"]
+		}
+		return e
 	}
 	return &field.Error{Path: prefix, Problem: msg}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,7 +27,8 @@ Measures the full-duplex capture chain (echo canceller -> noise suppressor ->
 VAD -> uplink framing, the code the agent runs) on a simulated echo path.
 The far end (the robot's reply, --far, any WAV) is played --replies times
 through the speaker tap and a simulated room (delay, echo gain, impulse
-response, loudspeaker non-linearity, clock drift, noise); with --barge-in the
+response, loudspeaker non-linearity, clock drift, noise: a kind, --noise,
+or any recording, --noise-wav); with --barge-in the
 near end (--near, any WAV: the user's phrase) starts in the middle of every
 reply. Without --far/--near, espeak-ng speech is generated (or the
 simulator's speech-like signal when espeak-ng is missing).
@@ -64,13 +64,13 @@ Flags:
 `
 
 type duplexFlags struct {
-	far, near, out, aecKinds, noise, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, irOut, webrtcDelay, uplink string
-	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                          int
-	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, vadFastOnset                                   bool
-	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                             string
-	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup                                                                   int
-	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient                                                                 float64
-	rc                                                                                                                       room.Config
+	far, near, out, aecKinds, noise, noiseWAV, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, irOut, webrtcDelay, uplink string
+	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                                    int
+	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, vadFastOnset                                             bool
+	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                                       string
+	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup                                                                             int
+	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient                                                                           float64
+	rc                                                                                                                                 room.Config
 }
 
 // aecVariant is one --aec entry: a kind with optional ":"-separated
@@ -163,6 +163,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&f.ser, "ser-db", 0, "speech-to-echo ratio at the mic (near-end level minus echo level)")
 	fs.Float64Var(&f.snr, "snr-db", 10, "near-end level over noise level")
 	fs.StringVar(&f.noise, "noise", room.NoiseNone, "noise kind: none, white, pink, motor, babble, knocks")
+	fs.StringVar(&f.noiseWAV, "noise-wav", "", "a noise recording instead of --noise (any WAV: channels mixed, resampled; e.g. the robot's own motors), looped from a --seed-chosen position, at --snr-db (its RMS over the file)")
 	fs.Float64Var(&f.farDB, "far-dbfs", -20, "active level of the far end as played")
 	fs.Float64Var(&f.rc.DelayMS, "delay-ms", 60, "echo delay beyond the device latencies")
 	fs.Float64Var(&f.rc.EchoGainDB, "echo-gain-db", 0, "echo level relative to the played level (-ERL)")
@@ -231,6 +232,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --noise %q is not one of %v\n", f.noise, room.NoiseKinds)
 		return 2
 	}
+	if f.noiseWAV != "" && f.noise != room.NoiseNone {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --noise %q and --noise-wav %q: choose one\n", f.noise, f.noiseWAV)
+		return 2
+	}
 	if err := f.rc.Validate(); err != nil {
 		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", strings.ReplaceAll(err.Error(), "\n", "; "))
 		return 2
@@ -256,13 +261,21 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	// The room once before the table: a bad --ir-wav is a usage error.
-	if _, err := room.New(f.rc); err != nil {
+	rc := f.rc
+	if f.noiseWAV != "" {
+		rc.NoiseWAV, rc.NoiseDBFS = f.noiseWAV, -30 // the recording is read here too
+	}
+	if _, err := room.New(rc); err != nil {
 		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
 		return 2
 	}
+	noise := f.noise
+	if f.noiseWAV != "" {
+		noise = "recording " + filepath.Base(f.noiseWAV)
+	}
 	fmt.Fprintf(stdout, "duplex-bench: speech %s; far %.1f s x %d replies, near %.1f s%s; room delay %v ms, echo gain %v dB, %s, soft clip %v, drift %v ppm%s; noise %s at SNR %v dB; SER %v dB; VAD %s (%s mode)\n",
 		src, float64(len(far))/duplex.FarRate, f.replies, float64(len(near))/duplex.NearRate, map[bool]string{true: " (barge-in every reply)", false: " (not used: far end only)"}[f.bargeIn],
-		f.rc.DelayMS, f.rc.EchoGainDB, irDescription(f.rc), f.rc.SoftClip, f.rc.DriftPPM, map[bool]string{true: " (speaker's clock)"}[f.speakerClock], f.noise, f.snr, f.ser, f.vadKind, f.mode)
+		f.rc.DelayMS, f.rc.EchoGainDB, irDescription(f.rc), f.rc.SoftClip, f.rc.DriftPPM, map[bool]string{true: " (speaker's clock)"}[f.speakerClock], noise, f.snr, f.ser, f.vadKind, f.mode)
 	if g := duplex.BargeInGapMS(len(far), len(near), f.gapMS); f.bargeIn && g != f.gapMS {
 		fmt.Fprintf(stdout, "duplex-bench: the near end is longer than the last 40 %% of a reply: %.1f s between replies (--gap-ms %d), so each phrase ends before the next reply\n", float64(g)/1000, f.gapMS)
 	}
@@ -272,7 +285,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	var notes []string
 	for _, k := range kinds {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
-			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise,
+			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise, NoiseWAV: f.noiseWAV,
 			AEC:     k.opts,
 			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts)},
 			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual, FastOnset: f.vadFastOnset}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
@@ -356,26 +369,7 @@ func onsets(r duplex.Result) string {
 	return fmt.Sprintf("%v/%v", r.OnsetPercentile(50).Round(time.Millisecond), r.OnsetPercentile(95).Round(time.Millisecond))
 }
 
-func writeWAV(path string, s []int16, rate int) error {
-	file, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	w, err := wav.NewWriter(file, rate, 1)
-	if err != nil {
-		file.Close()
-		return err
-	}
-	if err := w.Write(s); err != nil {
-		file.Close()
-		return err
-	}
-	if err := w.Close(); err != nil {
-		file.Close()
-		return err
-	}
-	return file.Close()
-}
+func writeWAV(path string, s []int16, rate int) error { return wav.WriteFile(path, rate, 1, s) }
 
 // Default texts: a reply of about 8 s, a short user phrase.
 const (

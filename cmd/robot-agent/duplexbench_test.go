@@ -40,6 +40,9 @@ func TestDuplexBenchStartupFailures(t *testing.T) {
 		{[]string{"--vad-compare", "--near", ditherWAV}, `--near "` + ditherWAV + `": silent`},
 		{[]string{"--ir-wav", zero}, "impulse response is all zeros"},
 		{[]string{"--ir-wav", filepath.Join(dir, "missing.wav")}, "missing.wav"},
+		{[]string{"--noise-wav", filepath.Join(dir, "missing.wav")}, `noise_wav "` + filepath.Join(dir, "missing.wav") + `": `},
+		{[]string{"--noise-wav", zero}, "noise recording is silent"},
+		{[]string{"--noise", "pink", "--noise-wav", ditherWAV}, `--noise "pink" and --noise-wav "` + ditherWAV + `": choose one`},
 	} {
 		code, _, errs := runCLI(append([]string{"duplex-bench"}, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(errs), "\n")
@@ -87,6 +90,46 @@ func TestDuplexBenchAnyWAVs(t *testing.T) {
 	code, stdout, errs = runCLI("duplex-bench", "--far", far, "--near", long, "--replies", "2", "--barge-in", "--aec", "none")
 	if code != 0 || !strings.Contains(stdout, "3.2 s between replies (--gap-ms 1000), so each phrase ends before the next reply") {
 		t.Errorf("long phrase: exit %d, stdout %q, stderr %q", code, stdout, errs)
+	}
+}
+
+// A noise recording (--noise-wav, any WAV: here a 440 Hz hum at 48 kHz
+// stereo) reaches the mic at --snr-db under the near end's level: the
+// uplink, continuous and without a canceller, carries the hum at that
+// level, and 20 dB more of it at SNR 0 dB than at 20 dB.
+func TestDuplexBenchNoiseRecording(t *testing.T) {
+	dir := t.TempDir()
+	hum := make([]int16, 2*48000*2)
+	for i := range len(hum) / 2 {
+		v := int16(6000 * math.Sin(2*math.Pi*440*float64(i)/48000))
+		hum[2*i], hum[2*i+1] = v, v
+	}
+	p := filepath.Join(dir, "hum.wav")
+	if err := wav.WriteFile(p, 48000, 2, hum); err != nil {
+		t.Fatal(err)
+	}
+	level := func(snr string) float64 {
+		t.Helper()
+		out := filepath.Join(dir, "up-"+snr+".wav")
+		code, stdout, errs := runCLI("duplex-bench", "--replies", "1", "--aec", "none", "--mode", "continuous", "--noise-wav", p, "--snr-db", snr, "--out", out)
+		if code != 0 || !strings.Contains(stdout, "noise recording hum.wav at SNR "+snr+" dB") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, errs)
+		}
+		a, err := wav.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := a.Mono()
+		var c, q float64
+		for i, v := range s {
+			ph := 2 * math.Pi * 440 * float64(i) / float64(a.SampleRate)
+			c += float64(v) * math.Cos(ph)
+			q += float64(v) * math.Sin(ph)
+		}
+		return 10 * math.Log10(2*(c*c+q*q)/float64(len(s))/float64(len(s))+1e-9)
+	}
+	if d := level("0") - level("20"); math.Abs(d-20) > 1 {
+		t.Errorf("the hum at SNR 0 dB is %.1f dB over the hum at 20 dB, want 20", d)
 	}
 }
 

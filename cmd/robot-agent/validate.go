@@ -9,6 +9,7 @@ import (
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/identity"
+	"github.com/robot-agent/robot-agent/room"
 	"github.com/robot-agent/robot-agent/skills"
 	"github.com/robot-agent/robot-agent/state/modules"
 )
@@ -16,7 +17,8 @@ import (
 // validateConfig is the one validation `run` and `doctor` share: the core
 // configuration, the audio section (capture's rules), every optional
 // section (audio_devices, camera, state, skills, identity, duplex,
-// audio_codec, support), the TLS files and, with sim, the mic WAV. It
+// audio_codec, support), the TLS files and, with sim, the mic WAV and the
+// simulated room's WAVs. It
 // returns every problem at once, each a *field.Error.
 func validateConfig(cfg config.Config, sim bool, getenv func(string) string) error {
 	var errs field.List
@@ -56,8 +58,14 @@ func validateConfig(cfg config.Config, sim bool, getenv func(string) string) err
 			errs.Append(validateSection(s.dst))
 		}
 	}
-	if _, err := loadDuplex(cfg, getenv); err != nil {
+	if d, err := loadDuplex(cfg, getenv); err != nil {
 		errs.Append(err)
+	} else if sim && d.SimEcho != "none" {
+		// The simulated room once, as run builds it: its WAV files
+		// (sim_room.ir_wav, noise_wav) are read here.
+		if _, err := room.New(d.SimRoom); err != nil {
+			errs = append(errs, roomError(duplexSection+".sim_room", err))
+		}
 	}
 	if _, err := loadAudioCodec(cfg); err != nil {
 		errs.Append(err)

@@ -343,6 +343,27 @@ func TestWriterRoundTrip(t *testing.T) {
 	}
 }
 
+// WriteFile writes a file ReadFile reads back; a path it cannot create
+// and a channel count NewWriter refuses are errors.
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.wav")
+	samples := []int16{1, -2, 3, -4, 5, -6}
+	if err := WriteFile(p, 48000, 2, samples); err != nil {
+		t.Fatal(err)
+	}
+	a, err := ReadFile(p)
+	if err != nil || a.SampleRate != 48000 || a.Channels != 2 || !slices.Equal(a.Samples, samples) {
+		t.Fatalf("read back %+v, %v", a, err)
+	}
+	if err := WriteFile(filepath.Join(dir, "no", "x.wav"), 16000, 1, samples); err == nil {
+		t.Error("a file in a missing directory was written")
+	}
+	if err := WriteFile(p, 16000, 3, samples); err == nil {
+		t.Error("3 channels accepted")
+	}
+}
+
 func TestWriterUnclosedIsReadable(t *testing.T) {
 	f := &memFile{}
 	w, err := NewWriter(f, 16000, 1)

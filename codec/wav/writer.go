@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/robot-agent/robot-agent/codec/pcm"
 )
@@ -122,4 +123,21 @@ func (wr *Writer) Close() error {
 		return fmt.Errorf("wav: writer: %w", err)
 	}
 	return nil
+}
+
+// WriteFile writes interleaved PCM16 samples (channels per frame) as a
+// WAVE file at path, replacing it.
+func WriteFile(path string, rate, channels int, samples []int16) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w, err := NewWriter(f, rate, channels)
+	if err == nil {
+		err = w.Write(samples)
+	}
+	if err == nil {
+		err = w.Close()
+	}
+	return errors.Join(err, f.Close())
 }
