@@ -276,6 +276,11 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "duplex-bench: speech %s; far %.1f s x %d replies, near %.1f s%s; room delay %v ms, echo gain %v dB, %s, soft clip %v, drift %v ppm%s; noise %s at SNR %v dB; SER %v dB; VAD %s (%s mode)\n",
 		src, float64(len(far))/duplex.FarRate, f.replies, float64(len(near))/duplex.NearRate, map[bool]string{true: " (barge-in every reply)", false: " (not used: far end only)"}[f.bargeIn],
 		f.rc.DelayMS, f.rc.EchoGainDB, irDescription(f.rc), f.rc.SoftClip, f.rc.DriftPPM, map[bool]string{true: " (speaker's clock)"}[f.speakerClock], noise, f.snr, f.ser, f.vadKind, f.mode)
+	if f.noiseWAV != "" {
+		if note, err := noiseNote(f.noiseWAV, f.snr); err == nil {
+			fmt.Fprintln(stdout, "duplex-bench: "+note)
+		}
+	}
 	if g := duplex.BargeInGapMS(len(far), len(near), f.gapMS); f.bargeIn && g != f.gapMS {
 		fmt.Fprintf(stdout, "duplex-bench: the near end is longer than the last 40 %% of a reply: %.1f s between replies (--gap-ms %d), so each phrase ends before the next reply\n", float64(g)/1000, f.gapMS)
 	}
@@ -367,6 +372,55 @@ func onsets(r duplex.Result) string {
 		return "-"
 	}
 	return fmt.Sprintf("%v/%v", r.OnsetPercentile(50).Round(time.Millisecond), r.OnsetPercentile(95).Round(time.Millisecond))
+}
+
+// noiseNote describes a noise recording for the header: how long it plays
+// before it loops, and the levels of its 20 ms frames over its RMS (the
+// level --snr-db sets), the loudest also against the user's level. A loud
+// sound in a short recording recurs at every loop, and one near the user's
+// level may start an utterance each time (a real room's recording cut at a
+// dropped cup: measured in docs/benchmarks.md, "Recorded noises").
+func noiseNote(path string, snr float64) (string, error) {
+	a, err := wav.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := duplex.ToMono(a, duplex.NearRate)
+	const frame = duplex.NearRate / 50
+	if len(s) < frame {
+		return "", fmt.Errorf("%q: shorter than 20 ms", path)
+	}
+	var mean, total float64
+	for _, v := range s {
+		mean += float64(v)
+	}
+	mean /= float64(len(s))
+	dbs := make([]float64, 0, len(s)/frame)
+	for k := 0; k+frame <= len(s); k += frame {
+		var e float64
+		for _, v := range s[k : k+frame] {
+			e += (float64(v) - mean) * (float64(v) - mean)
+		}
+		total += e
+		dbs = append(dbs, 10*math.Log10(e/frame+1e-9))
+	}
+	ref := 10 * math.Log10(total/float64(len(dbs)*frame)+1e-9)
+	loudest := 0
+	for i, v := range dbs {
+		if v > dbs[loudest] {
+			loudest = i
+		}
+	}
+	top := dbs[loudest] - ref
+	at := float64(loudest*frame) / duplex.NearRate
+	sorted := slices.Sorted(slices.Values(dbs))
+	q := func(p float64) float64 { return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))] - ref }
+	rel := "under"
+	if top-snr > 0 {
+		rel = "over"
+	}
+	return fmt.Sprintf("noise recording %s: %.1f s, looped; its 20 ms levels over its RMS: p50 %+.1f dB, p95 %+.1f dB, loudest %+.1f dB at %.2f s, %.1f dB %s the user's level at SNR %g dB (recurring every %.1f s)",
+		filepath.Base(path), float64(len(s))/duplex.NearRate, q(0.5), q(0.95), top, at, math.Abs(top-snr), rel, snr, float64(len(s))/duplex.NearRate), nil
 }
 
 func writeWAV(path string, s []int16, rate int) error { return wav.WriteFile(path, rate, 1, s) }

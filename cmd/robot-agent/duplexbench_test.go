@@ -5,6 +5,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -127,6 +129,18 @@ func TestDuplexBenchNoiseRecording(t *testing.T) {
 			q += float64(v) * math.Sin(ph)
 		}
 		return 10 * math.Log10(2*(c*c+q*q)/float64(len(s))/float64(len(s))+1e-9)
+	}
+	// The header describes the recording: a steady hum, every 20 ms at
+	// its RMS, 20 dB under the user at SNR 20 dB.
+	_, stdout, _ := runCLI("duplex-bench", "--replies", "1", "--aec", "none", "--noise-wav", p, "--snr-db", "20")
+	m := regexp.MustCompile(`noise recording hum\.wav: 2\.0 s, looped; its 20 ms levels over its RMS: p50 ([-+]\d+\.\d) dB, p95 ([-+]\d+\.\d) dB, loudest ([-+]\d+\.\d) dB at \d+\.\d\d s, (\d+\.\d) dB under the user's level at SNR 20 dB \(recurring every 2\.0 s\)`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no noise recording line in\n%s", stdout)
+	}
+	for i, want := range []float64{0, 0, 0, 20} {
+		if v, _ := strconv.ParseFloat(m[i+1], 64); math.Abs(v-want) > 0.3 {
+			t.Errorf("level %d in %q: %v, want %v", i, m[0], v, want)
+		}
 	}
 	if d := level("0") - level("20"); math.Abs(d-20) > 1 {
 		t.Errorf("the hum at SNR 0 dB is %.1f dB over the hum at 20 dB, want 20", d)
@@ -330,5 +344,38 @@ func TestDuplexReverbGuardConfig(t *testing.T) {
 		if got := d.reverbGuard(tt.opts); got != tt.want {
 			t.Errorf("%q, %+v: ReverbGuardMS %d, want %d", tt.yaml, tt.opts, got, tt.want)
 		}
+	}
+}
+
+// noiseNote finds a loud sound in a recording: white noise with 100 ms at
+// 4× the amplitude from 1.00 s.
+func TestNoiseNoteFindsTheLoudestSound(t *testing.T) {
+	s := make([]int16, 2*16000)
+	seed := uint32(7)
+	for i := range s {
+		seed = seed*1664525 + 1013904223
+		s[i] = int16(int32(seed>>20) - 2048)
+		if i >= 16000 && i < 17600 {
+			s[i] *= 4
+		}
+	}
+	p := filepath.Join(t.TempDir(), "cup.wav")
+	if err := wav.WriteFile(p, 16000, 1, s); err != nil {
+		t.Fatal(err)
+	}
+	note, err := noiseNote(p, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The burst is 12 dB over the rest, 9.6 dB over the file's RMS (its
+	// share raises the RMS): 4.6 dB over the user at SNR 5 dB.
+	m := regexp.MustCompile(`loudest \+(\d+\.\d) dB at 1\.0\d s, (\d+\.\d) dB over the user's level at SNR 5 dB`).FindStringSubmatch(note)
+	if m == nil {
+		t.Fatalf("note %q", note)
+	}
+	top, _ := strconv.ParseFloat(m[1], 64)
+	over, _ := strconv.ParseFloat(m[2], 64)
+	if math.Abs(top-9.6) > 0.5 || math.Abs(over-(top-5)) > 0.05 {
+		t.Errorf("note %q: loudest %v dB over the RMS, %v over the user; want 9.6±0.5 and 5 less", note, top, over)
 	}
 }
