@@ -74,7 +74,6 @@ type Pump struct {
 	// VAD parameters in frames / dB per frame.
 	preFrames, minSpeechFrames, hangFrames, maxFrames int
 	gradualFrames                                     int // min speech after a gradual onset (≤ minSpeechFrames)
-	riseStep                                          float64
 
 	// State owned by the Run goroutine.
 	ring         []slot
@@ -88,8 +87,7 @@ type Pump struct {
 	inUtt        bool
 	startPending bool
 	uttFrames    int
-	floor        float64
-	floorInit    bool
+	floor        vad.Floor // the energy detector's noise floor
 	speechRun    int
 	silentRun    int
 	// bridged: the current run of speech frames has bridged its one
@@ -140,7 +138,7 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 		p.minSpeechFrames = max(cfg.frames(v.MinSpeechMS), 1)
 		p.hangFrames = max(cfg.frames(v.HangoverMS), 1)
 		p.maxFrames = max(v.MaxUtteranceMS/cfg.FrameMS, 1)
-		p.riseStep = v.FloorRiseDBPerS * float64(cfg.FrameMS) / 1000
+		p.floor = vad.NewFloor(v.FloorRiseDBPerS, cfg.FrameMS)
 		ringLen = p.preFrames + p.minSpeechFrames
 		if decay := vad.TransientDecay(v.TransientDecayDB); decay > 0 {
 			g, err := vad.NewTransientGuard(vad.TransientConfig{FrameMS: cfg.FrameMS, DecayDB: decay})
@@ -301,10 +299,7 @@ func (p *Pump) processVAD(cur *slot) {
 	dec := p.decision(cur.samples)
 	db := pcm.DBFS(dec)
 	gated := p.gated()
-	if !p.floorInit {
-		p.floor, p.floorInit = db, true
-	}
-	ref := max(p.floor, p.cfg.VAD.MinFloorDBFS)
+	ref := max(p.floor.Judge(db), p.cfg.VAD.MinFloorDBFS)
 
 	if p.inUtt || gated {
 		p.transientFrame(dec, false)
@@ -330,10 +325,9 @@ func (p *Pump) processVAD(cur *slot) {
 		// The canceller's suppressor may have pushed this frame far below
 		// the room's noise: the floor must not follow it down, or the
 		// noise coming back when the robot pauses would look like speech.
-	} else if db < p.floor {
-		p.floor = db
+		p.floor.Hold()
 	} else {
-		p.floor = min(p.floor+p.riseStep, db)
+		p.floor.Follow(db)
 	}
 	if bridge {
 		p.holdFrame()

@@ -8,14 +8,13 @@ type EnergyConfig struct {
 }
 
 // Energy is the level-over-adaptive-floor detector of the capture pump:
-// outside utterances the floor drops at once to any quieter frame and rises
-// by FloorRiseDBPerS; a frame is speech above floor+StartDB (floor+StopDB
-// inside an utterance, where the floor is frozen).
+// outside utterances the floor (Floor) drops at once to any quieter frame
+// but for a dip shorter than 300 ms, and rises by FloorRiseDBPerS; a frame
+// is speech above floor+StartDB (floor+StopDB inside an utterance, where
+// the floor is frozen).
 type Energy struct {
-	cfg       EnergyConfig
-	rise      float64
-	floor     float64
-	floorInit bool
+	cfg   EnergyConfig
+	floor Floor
 }
 
 // NewEnergy returns an energy detector; zero fields take capture's
@@ -33,7 +32,7 @@ func NewEnergy(c EnergyConfig, frameMS int) *Energy {
 	if c.FloorRiseDBPerS == 0 {
 		c.FloorRiseDBPerS = 1
 	}
-	return &Energy{cfg: c, rise: c.FloorRiseDBPerS * float64(frameMS) / 1000}
+	return &Energy{cfg: c, floor: NewFloor(c.FloorRiseDBPerS, frameMS)}
 }
 
 // Kind implements Detector.
@@ -45,18 +44,11 @@ func (e *Energy) Close() error { return nil }
 // Speech implements Detector.
 func (e *Energy) Speech(frame []int16, active bool) bool {
 	db := pcm.DBFS(frame)
-	if !e.floorInit {
-		e.floor, e.floorInit = db, true
-	}
-	ref := max(e.floor, e.cfg.MinFloorDBFS)
+	ref := max(e.floor.Judge(db), e.cfg.MinFloorDBFS)
 	if active {
 		return db > ref+e.cfg.StopDB
 	}
 	speech := db > ref+e.cfg.StartDB
-	if db < e.floor {
-		e.floor = db
-	} else {
-		e.floor = min(e.floor+e.rise, db)
-	}
+	e.floor.Follow(db)
 	return speech
 }
