@@ -15,6 +15,7 @@ import (
 	"github.com/robot-agent/robot-agent/aec"
 	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/clipguard"
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/codec/wav"
 	"github.com/robot-agent/robot-agent/duplex"
 	"github.com/robot-agent/robot-agent/room"
@@ -396,6 +397,10 @@ func noiseNote(path string, snr float64) (string, error) {
 	}
 	mean /= float64(len(s))
 	dbs := make([]float64, 0, len(s)/frame)
+	// Frames of digital silence (under -100 dBFS: a few LSBs at most) are
+	// a mic dropout at every loop; the energy detector ignores those up to
+	// 300 ms (vad.Floor), not longer ones.
+	silent, first := 0, -1
 	for k := 0; k+frame <= len(s); k += frame {
 		var e float64
 		for _, v := range s[k : k+frame] {
@@ -403,6 +408,12 @@ func noiseNote(path string, snr float64) (string, error) {
 		}
 		total += e
 		dbs = append(dbs, 10*math.Log10(e/frame+1e-9))
+		if pcm.DBFS(s[k:k+frame]) < -100 {
+			silent++
+			if first < 0 {
+				first = k
+			}
+		}
 	}
 	ref := 10 * math.Log10(total/float64(len(dbs)*frame)+1e-9)
 	loudest := 0
@@ -419,8 +430,12 @@ func noiseNote(path string, snr float64) (string, error) {
 	if top-snr > 0 {
 		rel = "over"
 	}
-	return fmt.Sprintf("noise recording %s: %.1f s, looped; its 20 ms levels over its RMS: p50 %+.1f dB, p95 %+.1f dB, loudest %+.1f dB at %.2f s, %.1f dB %s the user's level at SNR %g dB (recurring every %.1f s)",
-		filepath.Base(path), float64(len(s))/duplex.NearRate, q(0.5), q(0.95), top, at, math.Abs(top-snr), rel, snr, float64(len(s))/duplex.NearRate), nil
+	note := fmt.Sprintf("noise recording %s: %.1f s, looped; its 20 ms levels over its RMS: p50 %+.1f dB, p95 %+.1f dB, loudest %+.1f dB at %.2f s, %.1f dB %s the user's level at SNR %g dB (recurring every %.1f s)",
+		filepath.Base(path), float64(len(s))/duplex.NearRate, q(0.5), q(0.95), top, at, math.Abs(top-snr), rel, snr, float64(len(s))/duplex.NearRate)
+	if silent > 0 {
+		note += fmt.Sprintf("; %d ms of it digital silence, from %.2f s: a mic dropout at every loop", silent*20, float64(first)/duplex.NearRate)
+	}
+	return note, nil
 }
 
 func writeWAV(path string, s []int16, rate int) error { return wav.WriteFile(path, rate, 1, s) }

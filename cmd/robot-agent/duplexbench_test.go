@@ -347,8 +347,8 @@ func TestDuplexReverbGuardConfig(t *testing.T) {
 	}
 }
 
-// noiseNote finds a loud sound in a recording: white noise with 100 ms at
-// 4× the amplitude from 1.00 s.
+// noiseNote finds a loud sound in a recording (white noise with 100 ms at
+// 4× the amplitude from 1.00 s) and a dropout (60 ms of zeros).
 func TestNoiseNoteFindsTheLoudestSound(t *testing.T) {
 	s := make([]int16, 2*16000)
 	seed := uint32(7)
@@ -377,5 +377,16 @@ func TestNoiseNoteFindsTheLoudestSound(t *testing.T) {
 	over, _ := strconv.ParseFloat(m[2], 64)
 	if math.Abs(top-9.6) > 0.5 || math.Abs(over-(top-5)) > 0.05 {
 		t.Errorf("note %q: loudest %v dB over the RMS, %v over the user; want 9.6±0.5 and 5 less", note, top, over)
+	}
+	if strings.Contains(note, "digital silence") {
+		t.Errorf("note %q: no digital silence in the file", note)
+	}
+	// 60 ms of zeros from 0.5 s: a dropout at every loop.
+	clear(s[8000:8960])
+	if err := wav.WriteFile(p, 16000, 1, s); err != nil {
+		t.Fatal(err)
+	}
+	if note, _ := noiseNote(p, 5); !strings.HasSuffix(note, "; 60 ms of it digital silence, from 0.50 s: a mic dropout at every loop") {
+		t.Errorf("note %q: want the 60 ms of zeros at 0.50 s named", note)
 	}
 }
