@@ -219,12 +219,12 @@ func Run(s Scenario) (Result, error) {
 	if kind && s.NoiseWAV != "" {
 		return Result{}, fmt.Errorf("%w: noise kind %q and noise recording %q: choose one", ErrScenario, s.NoiseKind, s.NoiseWAV)
 	}
-	if !math.IsInf(s.SNRDB, 1) {
-		switch {
-		case s.NoiseWAV != "":
-			rc.NoiseWAV, rc.NoiseDBFS = s.NoiseWAV, min(nearLevel-s.SNRDB, 0)
-		case kind:
-			rc.Noise, rc.NoiseDBFS = s.NoiseKind, min(nearLevel-s.SNRDB, 0)
+	if !math.IsInf(s.SNRDB, 1) && (kind || s.NoiseWAV != "") {
+		rc.NoiseDBFS = min(nearLevel-s.SNRDB, 0)
+		if s.NoiseWAV != "" {
+			rc.NoiseWAV = s.NoiseWAV
+		} else {
+			rc.Noise = s.NoiseKind
 		}
 	}
 	path, err := room.New(rc)

@@ -212,7 +212,7 @@ func New(c Config) (*Path, error) {
 	p.irLen = len(ir)
 	var err error
 	if c.NoiseWAV != "" {
-		rec, rerr := readNoiseWAV(c.NoiseWAV)
+		rec, rerr := ReadNoiseWAV(c.NoiseWAV)
 		if rerr == nil {
 			p.noise, rerr = NewRecordedNoise(rec, c.Seed+1)
 		}
@@ -317,8 +317,9 @@ func irFromWAV(a wav.FloatAudio) []float64 {
 	return ir
 }
 
-// readNoiseWAV reads a noise recording: its channels mixed, at Rate.
-func readNoiseWAV(path string) ([]int16, error) {
+// ReadNoiseWAV reads a noise recording as Config.NoiseWAV plays it: its
+// channels mixed, at Rate.
+func ReadNoiseWAV(path string) ([]int16, error) {
 	a, err := wav.ReadFile(path)
 	if err != nil {
 		return nil, err

@@ -89,9 +89,6 @@ func (f *Floor) Follow(db float64) {
 // still counts towards dipMS.
 func (f *Floor) Hold() { f.push() }
 
-// Level returns the floor (0 before the first frame).
-func (f *Floor) Level() float64 { return f.level }
-
 func (f *Floor) push() {
 	if !f.init {
 		return

@@ -382,11 +382,10 @@ func onsets(r duplex.Result) string {
 // level may start an utterance each time (a real room's recording cut at a
 // dropped cup: measured in docs/benchmarks.md, "Recorded noises").
 func noiseNote(path string, snr float64) (string, error) {
-	a, err := wav.ReadFile(path)
+	s, err := room.ReadNoiseWAV(path) // what the room plays
 	if err != nil {
 		return "", err
 	}
-	s := duplex.ToMono(a, duplex.NearRate)
 	const frame = duplex.NearRate / 50
 	if len(s) < frame {
 		return "", fmt.Errorf("%q: shorter than 20 ms", path)

@@ -156,11 +156,10 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 	recorded := map[string][]int16{}
 	if f.vadNoiseWAVs != "" {
 		for _, p := range strings.Split(f.vadNoiseWAVs, ",") {
-			a, err := wav.ReadFile(p)
+			s, err := room.ReadNoiseWAV(p)
 			if err != nil {
 				return fail(2, "--vad-noise-wav %q: %v", p, err)
 			}
-			s := duplex.ToMono(a, duplex.NearRate)
 			if _, err := room.NewRecordedNoise(s, 0); err != nil {
 				return fail(2, "--vad-noise-wav %q: %v", p, err)
 			}
