@@ -68,7 +68,9 @@ type benchSource struct {
 
 	mic, farBuf, echoBuf []int16
 	echoTL, micTL        []int16
-	simCPU               time.Duration
+	// gaps are the mic dropouts, [start, end) in mic samples, in order.
+	gaps   [][2]int
+	simCPU time.Duration
 }
 
 func (b *benchSource) Format() hw.AudioFormat { return hw.MicFormat }
@@ -116,6 +118,11 @@ func (b *benchSource) Read(dst []int16) (int, error) {
 	b.path.Capture(idx, dst)
 	clear(b.echoBuf)
 	b.echo.Capture(idx, b.echoBuf)
+	for _, g := range b.gaps {
+		if g[0] < at+micFrame && g[1] > at {
+			clear(dst[max(g[0]-at, 0):min(g[1]-at, micFrame)])
+		}
+	}
 	copy(b.echoTL[at:], b.echoBuf)
 	copy(b.micTL[at:], dst)
 	b.pos += len(dst)

@@ -84,6 +84,13 @@ type Scenario struct {
 	// ClipGuard, if non-nil, lowers the robot's voice while its echo
 	// clips the mic, as the agent does (package clipguard); nil: off.
 	ClipGuard *clipguard.Config
+	// MicDropoutMS > 0 makes the mic lose its audio for that long every
+	// MicDropoutEveryS seconds (default 20), the first at a Seed-chosen
+	// point of the first period after LeadMS: the chain reads digital
+	// silence meanwhile, as from hw/portaudio's Source while a USB mic is
+	// gone and being reopened. Speech that falls into a gap is lost.
+	MicDropoutMS     int
+	MicDropoutEveryS float64
 	// Seed for the barge-in positions.
 	Seed uint64
 	// Uplink, if non-nil, receives the uplink audio (16 kHz mono): every
@@ -124,16 +131,20 @@ type Result struct {
 	// echo tail, the suppressor's release).
 	FalseAfterReply int
 	BargeInsIn300ms int
-	CPUPerSecond    time.Duration // chain CPU per second of audio
-	DelayEstimate   time.Duration
-	DelayShifts     int64
-	DriftPPM        float64       // clock offset compensated at the end (aec.Source.DriftPPM)
-	GuardDB         float64       // the onset guard's double-talk threshold at the end
-	ChainDelay      time.Duration // near end's delay through the chain (from the double-talk correlation)
-	EchoClips       int64         // mic frames the robot's echo clipped (aec.Source.EchoClips)
-	ReverbHeld      int64         // reads the reverberation guard held (aec.Source.ReverbHeld)
-	RoomRT60        float64       // the reverberation time it learnt (s; 0: off or unknown)
-	ClipBackoffDB   float64       // how far the clip guard lowered the voice at the end (0: off or never)
+	// Dropouts is the number of mic dropouts (MicDropoutMS), and
+	// DropoutPhrases the phrases left out because they would have fallen
+	// into one (not counted in Phrases or any other figure).
+	Dropouts, DropoutPhrases int
+	CPUPerSecond             time.Duration // chain CPU per second of audio
+	DelayEstimate            time.Duration
+	DelayShifts              int64
+	DriftPPM                 float64       // clock offset compensated at the end (aec.Source.DriftPPM)
+	GuardDB                  float64       // the onset guard's double-talk threshold at the end
+	ChainDelay               time.Duration // near end's delay through the chain (from the double-talk correlation)
+	EchoClips                int64         // mic frames the robot's echo clipped (aec.Source.EchoClips)
+	ReverbHeld               int64         // reads the reverberation guard held (aec.Source.ReverbHeld)
+	RoomRT60                 float64       // the reverberation time it learnt (s; 0: off or unknown)
+	ClipBackoffDB            float64       // how far the clip guard lowered the voice at the end (0: off or never)
 }
 
 // OnsetPercentile returns the p-th percentile (0..100) of onset delays, or
@@ -189,6 +200,33 @@ func BargeInGapMS(farLen, nearLen, gapMS int) int {
 // the product in int.
 func atNearRate(farSamples int) int { return int(int64(farSamples) * NearRate / FarRate) }
 
+// DefaultMicDropoutEveryS is Scenario.MicDropoutEveryS's default.
+const DefaultMicDropoutEveryS = 20
+
+// dropouts returns the mic's gaps of s over a run of total mic samples
+// after lead: one every MicDropoutEveryS, the first at a Seed-chosen
+// point of the first period, as many as end within the run.
+func dropouts(s Scenario, lead, total int) [][2]int {
+	every := int(s.MicDropoutEveryS * NearRate)
+	n := s.MicDropoutMS * NearRate / 1000
+	rng := rand.New(rand.NewPCG(s.Seed, 7))
+	var gaps [][2]int
+	for at := lead + rng.IntN(every-n+1); at+n <= total; at += every {
+		gaps = append(gaps, [2]int{at, at + n})
+	}
+	return gaps
+}
+
+// overlaps reports whether [from, to) overlaps one of gaps.
+func overlaps(gaps [][2]int, from, to int) bool {
+	for _, g := range gaps {
+		if g[0] < to && g[1] > from {
+			return true
+		}
+	}
+	return false
+}
+
 // Run runs s.
 func Run(s Scenario) (Result, error) {
 	if len(s.Far) == 0 && !s.NoFar {
@@ -202,6 +240,12 @@ func Run(s Scenario) (Result, error) {
 	}
 	if s.FarDBFS == 0 {
 		s.FarDBFS = -20
+	}
+	if s.MicDropoutEveryS == 0 {
+		s.MicDropoutEveryS = DefaultMicDropoutEveryS
+	}
+	if s.MicDropoutMS < 0 || s.MicDropoutMS > 0 && !(float64(s.MicDropoutMS) < s.MicDropoutEveryS*1000) {
+		return Result{}, fmt.Errorf("%w: mic dropout of %d ms every %g s: want 0, or a length shorter than the period", ErrScenario, s.MicDropoutMS, s.MicDropoutEveryS)
 	}
 	far := slices.Clone(s.Far)
 	near := slices.Clone(s.Near)
@@ -250,6 +294,11 @@ func Run(s Scenario) (Result, error) {
 	nearTL := make([]int16, total)
 	farStarts := make([]int, 0, s.Replies)
 	var phrases []phrase
+	var gaps [][2]int
+	if s.MicDropoutMS > 0 {
+		gaps = dropouts(s, lead, total)
+	}
+	lostPhrases := 0
 	rng := rand.New(rand.NewPCG(s.Seed, 99))
 	nl := Labels(near)
 	firstSpeech := 0
@@ -269,6 +318,10 @@ func Run(s Scenario) (Result, error) {
 			}
 			at := lo + rng.IntN(max(hi-lo, 1))
 			at = at / micFrame * micFrame
+			if overlaps(gaps, st+at, st+at+len(near)) {
+				lostPhrases++ // the user spoke into a mic dropout: not placed
+				continue
+			}
 			n := copy(nearTL[st+at:], near)
 			phrases = append(phrases, phrase{start: st + at, onset: st + at + firstSpeech, end: st + at + n})
 		}
@@ -289,6 +342,7 @@ func Run(s Scenario) (Result, error) {
 	src := &benchSource{clk: clk, path: path, echo: echoOnly, near: nearTL, total: total,
 		mic: make([]int16, micFrame), farBuf: make([]int16, 2*farFrame), echoBuf: make([]int16, micFrame), ratio: 1,
 		echoTL: make([]int16, total), micTL: make([]int16, total), t0: clk.Mono()}
+	src.gaps = gaps
 	if !s.NoFar {
 		src.far, src.farStarts, src.replyLen = far, farStarts, replyLen
 	}
@@ -439,6 +493,7 @@ func Run(s Scenario) (Result, error) {
 
 	// Utterance starts against phrases.
 	res.Phrases = len(phrases)
+	res.Dropouts, res.DropoutPhrases = len(gaps), lostPhrases
 	hang := time.Duration(pump.Config().VAD.HangoverMS) * time.Millisecond
 	used := make([]bool, len(phrases))
 	for _, st := range sink.starts {
@@ -456,6 +511,7 @@ func Run(s Scenario) (Result, error) {
 					}
 					if st.first > dur(p.onset) {
 						res.Clipped++
+						debugPhrase("clipped", p, d, gaps)
 					}
 				}
 				break
@@ -481,9 +537,30 @@ func Run(s Scenario) (Result, error) {
 	for i := range phrases {
 		if !used[i] {
 			res.Clipped++ // never delivered at all
+			debugPhrase("missed", phrases[i], -1, gaps)
 		}
 	}
 	return res, nil
+}
+
+// debugPhrase prints a phrase clipped or missed (onset: its detection delay,
+// negative: none) with DUPLEX_DEBUG, and how long after a mic dropout it
+// started.
+func debugPhrase(what string, p phrase, onset time.Duration, gaps [][2]int) {
+	if os.Getenv("DUPLEX_DEBUG") == "" {
+		return
+	}
+	msg := fmt.Sprintf("%s phrase at %v", what, dur(p.onset))
+	if onset >= 0 {
+		msg += fmt.Sprintf(" (detected after %v)", onset)
+	}
+	for _, g := range slices.Backward(gaps) {
+		if g[1] <= p.start {
+			msg += fmt.Sprintf(", %v after a mic dropout", dur(p.start-g[1]))
+			break
+		}
+	}
+	fmt.Fprintln(os.Stderr, msg)
 }
 
 func dbf(e float64) float64 { return 10*math.Log10(e/micFrame+1e-3) - 90.309 }

@@ -69,8 +69,8 @@ type duplexFlags struct {
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                                    int
 	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, vadFastOnset                                             bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                                       string
-	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup                                                                             int
-	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient                                                                           float64
+	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup, micDropMS                                                                  int
+	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient, micDropEvery                                                             float64
 	rc                                                                                                                                 room.Config
 }
 
@@ -165,6 +165,8 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.Float64Var(&f.snr, "snr-db", 10, "near-end level over noise level")
 	fs.StringVar(&f.noise, "noise", room.NoiseNone, "noise kind: none, white, pink, motor, babble, knocks")
 	fs.StringVar(&f.noiseWAV, "noise-wav", "", "a noise recording instead of --noise (any WAV: channels mixed, resampled; e.g. the robot's own motors), looped from a --seed-chosen position, at --snr-db (its RMS over the file)")
+	fs.IntVar(&f.micDropMS, "mic-dropout-ms", 0, "the mic loses its audio for this long (digital silence, as while a USB mic is gone and reopened) every --mic-dropout-every-s, the first at a --seed-chosen point; speech in a gap is lost (0: never)")
+	fs.Float64Var(&f.micDropEvery, "mic-dropout-every-s", duplex.DefaultMicDropoutEveryS, "with --mic-dropout-ms: seconds from one dropout to the next")
 	fs.Float64Var(&f.farDB, "far-dbfs", -20, "active level of the far end as played")
 	fs.Float64Var(&f.rc.DelayMS, "delay-ms", 60, "echo delay beyond the device latencies")
 	fs.Float64Var(&f.rc.EchoGainDB, "echo-gain-db", 0, "echo level relative to the played level (-ERL)")
@@ -245,6 +247,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --replies %d out of range 1..10000\n", f.replies)
 		return 2
 	}
+	if f.micDropMS < 0 || f.micDropMS > 0 && !(f.micDropEvery > 0 && float64(f.micDropMS) < f.micDropEvery*1000) {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --mic-dropout-ms %d every --mic-dropout-every-s %g: want a length from 0 up to less than the period\n", f.micDropMS, f.micDropEvery)
+		return 2
+	}
 	if f.vadGradual > 1000 {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --vad-gradual-ms %d out of range: at most 1000 (negative: off)\n", f.vadGradual)
 		return 2
@@ -292,6 +298,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	for _, k := range kinds {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise, NoiseWAV: f.noiseWAV,
+			MicDropoutMS: f.micDropMS, MicDropoutEveryS: f.micDropEvery,
 			AEC:     k.opts,
 			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts)},
 			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual, FastOnset: f.vadFastOnset}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
@@ -322,6 +329,13 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			100*r.CPUPerSecond.Seconds())
 		if k.rg && r.ReverbHeld > 0 {
 			notes = append(notes, fmt.Sprintf("%s: the reverberation guard held %d reads (room RT60 learnt from the mic: %.2f s)", k.name, r.ReverbHeld, r.RoomRT60))
+		}
+		if r.Dropouts > 0 {
+			n := fmt.Sprintf("%s: %d mic dropouts of %d ms (digital silence, every %g s)", k.name, r.Dropouts, f.micDropMS, f.micDropEvery)
+			if f.bargeIn {
+				n += fmt.Sprintf("; %d phrases would have fallen into one and were left out (the table counts the other %d)", r.DropoutPhrases, r.Phrases)
+			}
+			notes = append(notes, n)
 		}
 		if r.FalseAfterReply > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d of the false barge-ins started after a reply had ended (its echo's tail)", k.name, r.FalseAfterReply))

@@ -45,6 +45,9 @@ func TestDuplexBenchStartupFailures(t *testing.T) {
 		{[]string{"--noise-wav", filepath.Join(dir, "missing.wav")}, `noise_wav "` + filepath.Join(dir, "missing.wav") + `": `},
 		{[]string{"--noise-wav", zero}, "noise recording is silent"},
 		{[]string{"--noise", "pink", "--noise-wav", ditherWAV}, `--noise "pink" and --noise-wav "` + ditherWAV + `": choose one`},
+		{[]string{"--mic-dropout-ms", "20000"}, "--mic-dropout-ms 20000 every --mic-dropout-every-s 20: want a length from 0 up to less than the period"},
+		{[]string{"--mic-dropout-ms", "100", "--mic-dropout-every-s", "0"}, "--mic-dropout-ms 100 every --mic-dropout-every-s 0"},
+		{[]string{"--mic-dropout-ms", "-1"}, "--mic-dropout-ms -1"},
 	} {
 		code, _, errs := runCLI(append([]string{"duplex-bench"}, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(errs), "\n")
@@ -144,6 +147,42 @@ func TestDuplexBenchNoiseRecording(t *testing.T) {
 	}
 	if d := level("0") - level("20"); math.Abs(d-20) > 1 {
 		t.Errorf("the hum at SNR 0 dB is %.1f dB over the hum at 20 dB, want 20", d)
+	}
+}
+
+// --mic-dropout-ms: the uplink (continuous, no canceller: the mic as is)
+// holds the dropouts as digital silence, as many as the note says, of the
+// length asked, one every --mic-dropout-every-s.
+func TestDuplexBenchMicDropouts(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "up.wav")
+	code, stdout, errs := runCLI("duplex-bench", "--replies", "2", "--aec", "none", "--mode", "continuous", "--noise", "pink", "--mic-dropout-ms", "500", "--mic-dropout-every-s", "3", "--out", out)
+	m := regexp.MustCompile(`none: (\d+) mic dropouts of 500 ms \(digital silence, every 3 s\)`).FindStringSubmatch(stdout)
+	if code != 0 || m == nil {
+		t.Fatalf("exit %d, stderr %q, no dropout note in\n%s", code, errs, stdout)
+	}
+	a, err := wav.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []int // start of each run of zeros of at least 400 ms, in samples
+	s, run := a.Mono(), 0
+	for i, v := range s {
+		if v != 0 {
+			if run >= 400*16 {
+				runs = append(runs, i-run)
+			}
+			run = 0
+			continue
+		}
+		run++
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 3 || len(runs) != n {
+		t.Fatalf("%d runs of digital silence in the uplink at %v, the note says %s (want at least 3)", len(runs), runs, m[1])
+	}
+	for i := 1; i < len(runs); i++ {
+		if d := runs[i] - runs[i-1]; d != 3*16000 {
+			t.Errorf("dropouts %d and %d are %d samples apart, want %d", i-1, i, d, 3*16000)
+		}
 	}
 }
 
