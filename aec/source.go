@@ -292,6 +292,11 @@ type Source struct {
 	saturatedReads atomic.Int64
 	echoClips      atomic.Int64
 	refLate        atomic.Int64 // reads held because the reference lacked the speaker's audio (RefLate)
+	// Mic outages (lostRead): in one now; how many ended, and how many
+	// of those the disturbance guard has seen; the reads lost.
+	lost                   bool
+	dropouts, seenDropouts int
+	lostReads              atomic.Int64
 }
 
 // capturedEnder is an optional capability of a source: the clock.Mono time
@@ -437,6 +442,22 @@ func (s *Source) Read(dst []int16) (int, error) {
 		copy(s.dec[n/FrameSamples*FrameSamples:n], dst[n/FrameSamples*FrameSamples:n]) // an uncancelled remainder
 		copy(s.onset[n/FrameSamples*FrameSamples:n], dst[n/FrameSamples*FrameSamples:n])
 	}
+	if n >= FrameSamples && s.haveNoise && s.noiseDB > outageRoomDB && digitalSilence(dst[:n]) {
+		clear(dst[:n])
+		s.lostRead(n)
+		return n, nil
+	}
+	if s.lost {
+		// The mic is back: the canceller's far-end history is from
+		// before the outage, so it lets the echo through for a moment,
+		// and the path may have moved (a reopened device): the
+		// disturbance guard holds what the learned echo path explains
+		// until the canceller shows its reduction again (without it, 10–17
+		// false barge-ins in 40 replies with a 2 s outage every 7 s, 3
+		// seeds; with it none).
+		s.lost = false
+		s.dropouts++
+	}
 	var eMic, eOut, eFar, eLin, eLate float64
 	// The noise floor the reverberation guard learns the room's decay
 	// above (energy per frame): the output's, which is the mic's while the
@@ -527,24 +548,10 @@ func (s *Source) Read(dst []int16) (int, error) {
 				s.ratio, s.driftLocked = r, true
 				s.driftPPM.Store(math.Float64bits((r - 1) * 1e6))
 			}
-			p := s.frac + FrameSamples*s.ratio
-			k := math.Floor(p)
-			s.next += int64(k)
-			s.frac = p - k
-		} else {
-			s.next += FrameSamples
 		}
-		s.frames.Add(1)
+		s.advance()
 	}
-	if eFar > farActive*farActive*float64(n) {
-		if s.farHang == 0 {
-			s.farSince = 0
-		}
-		s.farHang = farTail * Rate / 1000
-		s.farSince += n
-	} else {
-		s.farHang = max(s.farHang-n, 0)
-	}
+	s.farPlays(n, eFar)
 	// The double-talk threshold: DoubleTalkDB, or the canceller's typical
 	// echo reduction while the far end plays minus GuardMarginDB when that
 	// is higher (a canceller that removes 35 dB of echo leaves a user 10 dB
@@ -763,6 +770,110 @@ func (s *Source) Read(dst []int16) (int, error) {
 	}
 	return n, nil
 }
+
+// lostRead handles a read of n samples with digital silence
+// (digitalSilence, in a room whose noise floor is above outageRoomDB; the
+// caller cleared it): the mic delivered nothing (hw/portaudio's
+// Source pads a device outage with silence, seconds while a USB mic is
+// reopened; a muted mic). Given to the canceller with the far end, it
+// taught it that the echo path had gone: the speex linear filter diverged
+// and was reset, and the robot's echo coming back with the mic passed for
+// the user (duplex-bench --mic-dropout-ms 2000 every 20 s: 9 false
+// barge-ins in 20 replies); given silence at both ends instead, WebRTC's
+// suppressor learnt a silent room and held the room's noise 10–40 dB
+// down for seconds after the outage. So nothing sees it: not the
+// canceller, nor the delay and drift estimators, the noise floor, the
+// echo path, the reduction statistics or the reverberation guard; the mic
+// timeline advances as usual. The read stays silence (the uplink holds no
+// user: EchoDominated), the far end's hang time is kept, and the read
+// after the outage starts the disturbance guard.
+func (s *Source) lostRead(n int) {
+	s.lost = true
+	s.lostReads.Add(1)
+	var eFar float64
+	for off := 0; off+FrameSamples <= n; off += FrameSamples {
+		s.ref.readAt(s.farRaw, s.next-int64(s.bulk))
+		eFar += energy(s.farRaw)
+		s.advance()
+	}
+	s.farPlays(n, eFar)
+	if s.lin != nil {
+		clear(s.dec[:n])
+		clear(s.onset[:n])
+		s.onsetUse = false
+	}
+	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0)
+	s.echoFree.Store(false)
+}
+
+// advance moves the mic timeline past a frame: FrameSamples, at the
+// estimated clock ratio with drift compensation.
+func (s *Source) advance() {
+	if s.drift != nil {
+		p := s.frac + FrameSamples*s.ratio
+		k := math.Floor(p)
+		s.next += int64(k)
+		s.frac = p - k
+	} else {
+		s.next += FrameSamples
+	}
+	s.frames.Add(1)
+}
+
+// farPlays updates the far end's hang time with a read of n samples whose
+// far end had energy eFar.
+func (s *Source) farPlays(n int, eFar float64) {
+	if eFar > farActive*farActive*float64(n) {
+		if s.farHang == 0 {
+			s.farSince = 0
+		}
+		s.farHang = farTail * Rate / 1000
+		s.farSince += n
+	} else {
+		s.farHang = max(s.farHang-n, 0)
+	}
+}
+
+// LostReads counts the reads of digital silence (lostRead): a mic that
+// delivered nothing. Any goroutine.
+func (s *Source) LostReads() int64 { return s.lostReads.Load() }
+
+// digitalSilence reports whether p holds a mic outage: a run of
+// silenceRun samples of exact zeros (or p is shorter and all zeros). A
+// real mic's noise does not stay at exactly 0 for that long; an outage's
+// first and last reads hold the room for the rest, and are lost as a
+// whole (the canceller would see the echo vanish in mid-read; the VAD's
+// floor followed the gap's part down by 10 dB and more, and the room's
+// next read was speech).
+func digitalSilence(p []int16) bool {
+	run := 0
+	for _, v := range p {
+		if v != 0 {
+			run = 0
+			continue
+		}
+		if run++; run >= silenceRun {
+			return true
+		}
+	}
+	return run == len(p)
+}
+
+// silenceRun: 4 ms of exact zeros (digitalSilence).
+const silenceRun = 64
+
+// outageRoomDB: digital silence is a mic outage (lostRead) once the room's
+// noise floor (noiseDB) is above this. A simulated room without noise
+// gives exact zeros wherever the echo is absent (the far end's first
+// 20–250 ms after a pause, before its echo arrives; the echo's decay
+// below 1 LSB in the reply's pauses): those are the room, and the
+// canceller must see the far end there (taking digital silence where
+// the learned echo path expected the echo for an outage was tried: ERLE
+// after 2 s fell from 55 to 23 dB in such a room, and 1–2 of 20–30
+// barge-ins were lost). No real mic and room sit
+// this close to digital silence, and a room this quiet cannot fool the
+// VAD when it comes back (capture's floor is at least -70 dBFS).
+const outageRoomDB = -90.0
 
 // reverbLinearRatio: the reverberation guard holds a read only while the
 // linear filter's output is at most 4 dB above the predicted late
@@ -989,6 +1100,10 @@ func (s *Source) disturbance(n int, eFar float64, farNow, reduced bool) bool {
 	}
 	if j := s.ref.Jumps(); j != s.seenJumps {
 		s.seenJumps = j
+		start(disturbGuard)
+	}
+	if s.dropouts != s.seenDropouts {
+		s.seenDropouts = s.dropouts
 		start(disturbGuard)
 	}
 	if s.anchors != s.seenAnchors {

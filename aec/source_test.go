@@ -1364,3 +1364,135 @@ func TestReadBehindTheReferenceIsEcho(t *testing.T) {
 		t.Fatalf("read 100 ms after handing a block to a device 100 ms behind: echo-free %v, held %d; want false, 2", during.free, s.RefLate())
 	}
 }
+
+// countScaler is a scaler that counts the frames it processed.
+type countScaler struct {
+	scaler
+	calls int
+}
+
+func (c *countScaler) Process(out, near, far []int16) {
+	c.calls++
+	c.scaler.Process(out, near, far)
+}
+
+// outageMic is a gainMic whose reads are digital silence over [from, to)
+// of each read (a mic outage's start, middle or end).
+type outageMic struct {
+	gainMic
+	from, to int
+}
+
+func (m *outageMic) Read(dst []int16) (int, error) {
+	n, err := m.gainMic.Read(dst)
+	clear(dst[min(m.from, n):min(m.to, n)])
+	return n, err
+}
+
+// A mic outage (hw/portaudio's Source pads it with digital silence) while
+// the robot speaks: the canceller is not run on it (it learnt that the
+// echo path had gone: the speex filter diverged, WebRTC's suppressor
+// crushed the room for seconds after it), the reads come out as silence,
+// the first and last ones whole although only part of them was lost, and
+// they are counted; the double-talk threshold learnt before is untouched;
+// the read after the outage starts the disturbance guard (the canceller's
+// far-end history is stale), which holds the residual echo the learned
+// path explains but not a user 20 dB above it. In a room without noise
+// (a simulation) digital silence is the room, and the canceller runs on
+// it.
+func TestSourceHoldsThroughAMicOutage(t *testing.T) {
+	clk := clock.NewFake()
+	ref, _ := NewReference(clk, 24000)
+	c := &countScaler{scaler: scaler{gain: math.Pow(10, -30.0/20)}}
+	tap := NewTap(nullSpk{}, ref, clk)
+	mic := &outageMic{gainMic: gainMic{clk: clk, gain: 1}}
+	s := NewSource(mic, ref, c, clk, SourceConfig{FixedDelayMS: 20, DoubleTalkDB: DefaultDoubleTalkDB, GuardMarginDB: DefaultGuardMarginDB})
+	blk, frame := make([]int16, 480), make([]int16, 320)
+	for i := range blk {
+		blk[i] = int16(i * 13)
+	}
+	far := true
+	read := func(reductionDB, micGain float64, from, to int) bool {
+		c.gain, mic.gain, mic.from, mic.to = math.Pow(10, -reductionDB/20), micGain, from, to
+		if far {
+			tap.Write(blk)
+		}
+		s.Read(frame)
+		return s.EchoDominated()
+	}
+	// The room alone (its noise floor), then the robot speaks.
+	far = false
+	for range 100 {
+		read(0, 0.01, 0, 0)
+	}
+	far = true
+	for range 300 {
+		read(30, 1, 0, 0)
+	}
+	guard, calls := s.GuardDB(), c.calls
+	reads := []struct{ from, to int }{{200, 320}} // the outage starts 12.5 ms into a read
+	for range 50 {
+		reads = append(reads, struct{ from, to int }{0, 320})
+	}
+	reads = append(reads, struct{ from, to int }{0, 100}) // and ends 6 ms into one
+	for i, r := range reads {
+		if !read(30, 1, r.from, r.to) {
+			t.Errorf("outage read %d: not EchoDominated", i)
+		}
+		if !allZero(frame) {
+			t.Fatalf("outage read %d (silence over %d..%d): the output is not silence", i, r.from, r.to)
+		}
+	}
+	if c.calls != calls {
+		t.Errorf("the canceller processed %d frames of the outage, want none", c.calls-calls)
+	}
+	if got := s.LostReads(); got != int64(len(reads)) {
+		t.Errorf("LostReads %d, want %d", got, len(reads))
+	}
+	if g := s.GuardDB(); g != guard {
+		t.Errorf("the double-talk threshold moved over the outage: %.2f -> %.2f dB", guard, g)
+	}
+	// Back: the canceller's history is stale (10 dB removed): echo.
+	for i := range 10 {
+		if !read(10, 1, 0, 0) {
+			t.Fatalf("%d ms after the outage, residual echo the learned path explains passed as the user", i*20)
+		}
+	}
+	if read(10, 10, 0, 0) {
+		t.Error("after the outage, a user 20 dB above the echo counted as echo")
+	}
+	if s.Guarded() == 0 {
+		t.Error("Guarded() did not count the reads the disturbance guard held")
+	}
+	if c.calls == calls {
+		t.Error("the canceller did not run after the outage")
+	}
+
+	// A room without noise: no outage.
+	clk = clock.NewFake()
+	ref, _ = NewReference(clk, 24000)
+	tap = NewTap(nullSpk{}, ref, clk)
+	mic.clk = clk
+	s = NewSource(mic, ref, c, clk, SourceConfig{FixedDelayMS: 20})
+	far = false
+	for range 100 {
+		read(0, 0, 0, 320)
+	}
+	calls = c.calls
+	far = true
+	for range 10 {
+		read(30, 1, 0, 320)
+	}
+	if c.calls != calls+20 || s.LostReads() != 0 {
+		t.Errorf("digital silence in a room without noise: the canceller processed %d frames of 20, %d reads lost; want 20, 0", c.calls-calls, s.LostReads())
+	}
+}
+
+func allZero(s []int16) bool {
+	for _, v := range s {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}

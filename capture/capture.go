@@ -135,4 +135,8 @@ const (
 	// MetricTransients counts runs of speech frames the VAD's transient
 	// guard held back (vad.TransientGuard).
 	MetricTransients = "robot_agent_capture_vad_transients_total"
+	// MetricSilentFrames counts mic frames of digital silence (every
+	// sample 0): a mic that delivered nothing (hw/portaudio's Source
+	// pads an outage with them) or a muted one.
+	MetricSilentFrames = "robot_agent_capture_silent_frames_total"
 )

@@ -18,11 +18,7 @@ import (
 // smoothed minima, is checked on the same stream.
 func TestVADIgnoresMicDropouts(t *testing.T) {
 	const rate = 16000
-	rng := rand.New(rand.NewPCG(21, 22))
-	s := make([]int16, 12*rate)
-	for i := range s {
-		s[i] = int16(rng.NormFloat64() * 180) // about -45 dBFS
-	}
+	s := roomNoise(21, 12*rate)
 	gaps := 0
 	for at := 1.3; at < 9; at += 1.7 {
 		clear(s[int(at*rate) : int(at*rate)+640])
@@ -37,4 +33,67 @@ func TestVADIgnoresMicDropouts(t *testing.T) {
 			t.Errorf("%s: %d gaps and a talker at 10 s: utterances at %v, want one, the talker's", det, gaps, starts)
 		}
 	}
+}
+
+// A mic lost for seconds (hw/portaudio's Source pads the outage with
+// digital silence while it reopens the device) in the same noisy room:
+// the room's noise coming back after 0.5 s (its first and last frames
+// hold 1 ms of the room: 13 dB under it, between the energy detector's
+// start threshold and its dip rule), 2 and 3 s of silence starts no
+// utterance; a talker who speaks the moment the mic is back is heard at
+// once; the silent frames are counted. Before (the floor and the spectral
+// noise estimate learnt the silence) every return started an utterance.
+func TestVADHoldsThroughMicOutages(t *testing.T) {
+	const rate = 16000
+	s := roomNoise(23, 15*rate)
+	silent := 0
+	for _, g := range [][2]float64{{2.001, 2.519}, {4, 6}, {8, 11}} { // one with its edges in mid-frame
+		clear(s[int(g[0]*rate):int(g[1]*rate)])
+		silent += int(g[1]*50) - int(math.Ceil(g[0]*50)) // whole frames
+	}
+	for i := 11 * rate; i < 12*rate; i++ { // the talker, from the moment the mic is back
+		s[i] += int16(3300 * math.Sin(2*math.Pi*200*float64(i)/rate))
+	}
+	for _, det := range []string{vad.KindEnergy, DetectorAuto, vad.KindSpectral} {
+		starts, reg := runPumpRegistry(t, Config{Mode: ModeVAD, VAD: VADConfig{Detector: det}}, s)
+		// (The utterance starts with its 300 ms pre-roll.)
+		if len(starts) != 1 || starts[0] < 10600*time.Millisecond || starts[0] > 11100*time.Millisecond {
+			t.Errorf("%s: outages ending at 2.519, 6 and 11 s, a talker from 11 s: utterances at %v, want one, the talker's", det, starts)
+		}
+		if got := reg.Value(MetricSilentFrames); got != int64(silent) {
+			t.Errorf("%s: %s = %d, want %d", det, MetricSilentFrames, got, silent)
+		}
+	}
+}
+
+// A clean recording (a simulation, a TTS file) is digital silence between
+// its phrases: there the silence is the room, and every phrase, soft ones
+// after loud ones too, starts its utterance, with every detector the pump
+// runs by default.
+func TestVADCleanRecordingBetweenSilences(t *testing.T) {
+	const rate = 16000
+	s := make([]int16, 16*rate)
+	amps := []float64{3300, 3300, 330, 3300, 200} // -20 dBFS, and -40 and -44 dBFS phrases
+	for k, a := range amps {
+		at := (1 + 3*k) * rate
+		for i := at; i < at+rate; i++ {
+			s[i] = int16(a * math.Sin(2*math.Pi*200*float64(i)/rate) * (1 + 0.3*math.Sin(2*math.Pi*4*float64(i)/rate)))
+		}
+	}
+	for _, det := range []string{vad.KindEnergy, DetectorAuto} {
+		starts, _ := runPumpRegistry(t, Config{Mode: ModeVAD, VAD: VADConfig{Detector: det}}, s)
+		if len(starts) != len(amps) {
+			t.Errorf("%s: %d phrases between digital silences: utterances at %v", det, len(amps), starts)
+		}
+	}
+}
+
+// roomNoise is n samples of white noise at about -45 dBFS.
+func roomNoise(seed uint64, n int) []int16 {
+	rng := rand.New(rand.NewPCG(seed, seed+1))
+	s := make([]int16, n)
+	for i := range s {
+		s[i] = int16(rng.NormFloat64() * 180)
+	}
+	return s
 }

@@ -37,7 +37,7 @@ type Pump struct {
 	gate     atomic.Pointer[gateRef]
 
 	frames, dropped, utterances, readErrors *metrics.Counter
-	bgFrames                                *metrics.Counter
+	bgFrames, silent                        *metrics.Counter
 	bgGauge                                 *metrics.Gauge
 
 	// det replaces the built-in energy decision (nil: energy); detAdapt is
@@ -88,8 +88,13 @@ type Pump struct {
 	startPending bool
 	uttFrames    int
 	floor        vad.Floor // the energy detector's noise floor
-	speechRun    int
-	silentRun    int
+	// background counts the frames judged outside utterances as the
+	// room's background (not speech, echo, gated or lost), up to
+	// lostFrames: with that many the VAD knows the room (see silence).
+	background, lostFrames int
+	roomAudible            bool // the last background frame was above lostRoomDBFS
+	speechRun              int
+	silentRun              int
 	// bridged: the current run of speech frames has bridged its one
 	// frame (runFrame); runRoom: its last speech frame was one the echo
 	// canceller let through (OnsetSignal's use flag).
@@ -130,11 +135,13 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 		bgFrames:   reg.Counter(MetricBackgroundFrames, "Mic frames the VAD judged with a speech-like background (babble, a television): speech had to be louder than it."),
 		bgGauge:    reg.Gauge(MetricBackground, "1 while the VAD hears a speech-like background (babble, a television) and asks for a louder voice."),
 		transient:  reg.Counter(MetricTransients, "Runs of speech-like mic frames the VAD held back as a decaying transient (a knock, a clap, a servo's clunk) rather than start an utterance on."),
+		silent:     reg.Counter(MetricSilentFrames, "Mic frames of digital silence (every sample 0): the mic delivered nothing (a device outage, padded with silence) or is muted."),
 	}
 	ringLen := 1
 	if p.vad {
 		v := cfg.VAD
 		p.preFrames = cfg.frames(v.PreRollMS)
+		p.lostFrames = cfg.frames(lostAfterMS)
 		p.minSpeechFrames = max(cfg.frames(v.MinSpeechMS), 1)
 		p.hangFrames = max(cfg.frames(v.HangoverMS), 1)
 		p.maxFrames = max(v.MaxUtteranceMS/cfg.FrameMS, 1)
@@ -299,9 +306,13 @@ func (p *Pump) processVAD(cur *slot) {
 	dec := p.decision(cur.samples)
 	db := pcm.DBFS(dec)
 	gated := p.gated()
-	ref := max(p.floor.Judge(db), p.cfg.VAD.MinFloorDBFS)
+	lost, partial := p.silence(cur.samples, dec)
+	var ref float64
+	if !lost {
+		ref = max(p.floor.Judge(db), p.cfg.VAD.MinFloorDBFS)
+	}
 
-	if p.inUtt || gated {
+	if p.inUtt || gated || lost {
 		p.transientFrame(dec, false)
 	}
 	if p.inUtt {
@@ -310,7 +321,7 @@ func (p *Pump) processVAD(cur *slot) {
 			p.endUtterance()
 			return
 		}
-		p.inUttFrame(cur, db > ref+p.cfg.VAD.StopDB)
+		p.inUttFrame(cur, !lost && db > ref+p.cfg.VAD.StopDB)
 		return
 	}
 
@@ -318,13 +329,21 @@ func (p *Pump) processVAD(cur *slot) {
 		p.held, p.speechRun = 0, 0
 		return
 	}
+	if lost {
+		p.lostFrame()
+		return
+	}
 	echo := p.echoOnly()
 	speech := db > ref+p.cfg.VAD.StartDB
+	if !speech && !echo && !partial {
+		p.backgroundFrame(db)
+	}
 	bridge := p.runFrame(speech && !echo)
-	if echo {
+	if echo || partial {
 		// The canceller's suppressor may have pushed this frame far below
 		// the room's noise: the floor must not follow it down, or the
 		// noise coming back when the robot pauses would look like speech.
+		// Nor a frame that is partly digital silence (see silence).
 		p.floor.Hold()
 	} else {
 		p.floor.Follow(db)
@@ -340,7 +359,8 @@ func (p *Pump) processVAD(cur *slot) {
 func (p *Pump) processDetector(cur *slot) {
 	gated := p.gated()
 	dec := p.decision(cur.samples)
-	if p.inUtt || gated {
+	lost, partial := p.silence(cur.samples, dec)
+	if p.inUtt || gated || lost {
 		p.transientFrame(dec, false)
 	}
 	if p.inUtt {
@@ -349,12 +369,20 @@ func (p *Pump) processDetector(cur *slot) {
 			p.endUtterance()
 			return
 		}
+		if lost {
+			p.inUttFrame(cur, false)
+			return
+		}
 		if p.detAdapt != nil && p.echoFree != nil {
-			p.detAdapt.SetAdapt(p.echoFree.EchoFree())
+			p.detAdapt.SetAdapt(p.echoFree.EchoFree() && !partial)
 		}
 		speech := p.det.Speech(dec, true)
 		p.noteBackground()
 		p.inUttFrame(cur, speech)
+		return
+	}
+	if lost {
+		p.lostFrame()
 		return
 	}
 	echo := p.echoOnly()
@@ -368,13 +396,16 @@ func (p *Pump) processDetector(cur *slot) {
 		// echo (between the user's words as well), and a noise estimate
 		// learnt there took the room's own level for speech when the
 		// reply ended (docs/benchmarks.md "The first hops of a word").
-		p.detAdapt.SetAdapt(!echo && !gated && (p.echoFree == nil || p.echoFree.EchoFree()))
+		p.detAdapt.SetAdapt(!echo && !gated && !partial && (p.echoFree == nil || p.echoFree.EchoFree()))
 	}
 	speech := p.det.Speech(dec, false)
 	p.noteBackground()
 	if gated {
 		p.held, p.speechRun = 0, 0
 		return
+	}
+	if !speech && !echo && !partial {
+		p.backgroundFrame(pcm.DBFS(dec))
 	}
 	if p.runFrame(speech && !echo) {
 		p.holdFrame()
@@ -449,6 +480,97 @@ func (p *Pump) noteBackground() {
 		p.bgGauge.Set(0)
 		p.log.Info("capture: speech-like background gone")
 	}
+}
+
+// lostAfterMS is how much of the room's background the VAD must have heard
+// before it holds its noise estimate through digital silence (Pump.silence).
+const lostAfterMS = 1000
+
+// silence reports whether the frame just read (samples, and dec, what the
+// VAD judges) is digital silence the VAD must not learn from (lost), or
+// holds some (partial). Both only once the VAD knows the room: it has
+// heard lostFrames of its background, the last of them above
+// lostRoomDBFS.
+//
+// lost: every sample 0. A real mic never delivers a frame of exact zeros
+// (its own noise, the room's); a mic that delivered nothing does:
+// hw/portaudio's Source pads a device outage with silence (seconds while
+// a USB mic is reopened), and aec.Source passes such a read on as
+// silence. Learnt from, that silence pulled the noise estimate (the
+// energy floor, the spectral detector's) down to nothing, and the room's
+// noise coming back started an utterance: in full duplex a false
+// barge-in at every outage. So such a frame is neither speech nor the
+// background: the detector does not see it, the floor and the noise
+// estimate stay where the room had them, outside an utterance it ends any
+// run of speech frames (and is pre-roll, as silence), and an utterance it
+// falls in runs out its hangover.
+//
+// partial: a run of at least partialZeros zero samples, not the whole
+// frame: an outage begins or ends in it (a real mic's noise does not stay
+// at exactly 0 for that long). It is judged as any frame but not learnt
+// from (the energy floor followed the gap's part down by 10 dB and more,
+// and the room's next frame was speech).
+//
+// Before the VAD knows the room, and in a room as quiet as digital
+// silence (a simulation without noise, a clean recording: digital silence
+// between its phrases), exact zeros are the room, the background as
+// before. So digital silence before the mic's first sound (a mic that
+// opens late) is still learnt from: the first sound after it, the room's
+// noise or a voice, is judged against nothing (not handled; see
+// docs/audio.md). Frames of digital silence are counted
+// (MetricSilentFrames) either way.
+func (p *Pump) silence(samples, dec []int16) (lost, partial bool) {
+	run, longest := 0, 0
+	for _, v := range samples {
+		if v != 0 {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, run)
+	}
+	known := p.background >= p.lostFrames && p.roomAudible
+	switch {
+	case longest == len(samples) && allZero(dec):
+		p.silent.Inc()
+		return known, false
+	case longest >= partialZeros:
+		return false, known
+	}
+	return false, false
+}
+
+// backgroundFrame counts a frame of level db judged the room's background
+// (silence).
+func (p *Pump) backgroundFrame(db float64) {
+	p.background = min(p.background+1, p.lostFrames)
+	p.roomAudible = db > lostRoomDBFS
+}
+
+// lostRoomDBFS: a room whose background is at or under this level (a
+// simulation without noise: digital silence wherever no sound is) is not
+// told from an outage, and its digital silence is its background.
+const lostRoomDBFS = -90.0
+
+// lostFrame handles a lost frame (silence) outside an utterance: it ends
+// any run of speech frames and is kept as pre-roll (silence; an onset
+// just after it sends it as it would any frame before the voice).
+func (p *Pump) lostFrame() {
+	p.speechRun = 0
+	p.holdFrame()
+}
+
+// partialZeros: a run of this many zero samples (4 ms) in a frame is a
+// mic outage's edge (Pump.silence).
+const partialZeros = 64
+
+func allZero(s []int16) bool {
+	for _, v := range s {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // decision is what the VAD judges for the frame read into s: the guard's

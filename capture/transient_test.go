@@ -87,6 +87,14 @@ func knockRoom(voiceAt float64) (s []int16, knocks int) {
 // timestamps and the registry's transient count.
 func runPump(t *testing.T, cfg Config, s []int16) (starts []time.Duration, held int64) {
 	t.Helper()
+	starts, reg := runPumpRegistry(t, cfg, s)
+	return starts, reg.Value(MetricTransients)
+}
+
+// runPumpRegistry is runPump with the pump's metrics.
+func runPumpRegistry(t *testing.T, cfg Config, s []int16) ([]time.Duration, *metrics.Registry) {
+	t.Helper()
+	var starts []time.Duration
 	clk := clock.NewFake()
 	col := &collector{}
 	reg := metrics.NewRegistry()
@@ -100,7 +108,7 @@ func runPump(t *testing.T, cfg Config, s []int16) (starts []time.Duration, held 
 	for _, u := range col.utterances() {
 		starts = append(starts, u[0].TS)
 	}
-	return starts, reg.Value(MetricTransients)
+	return starts, reg
 }
 
 // In a room of knocks, the pump with its transient guard starts no
