@@ -294,9 +294,10 @@ type Source struct {
 	refLate        atomic.Int64 // reads held because the reference lacked the speaker's audio (RefLate)
 	// Mic outages (lostRead): in one now; how many ended, and how many
 	// of those the disturbance guard has seen; the reads lost.
-	lost                   bool
+	lost, lostNow          bool // in an outage; the last Read was one of its reads
 	dropouts, seenDropouts int
 	lostReads              atomic.Int64
+	srcLost                lostReporter // src's, if it has one
 }
 
 // capturedEnder is an optional capability of a source: the clock.Mono time
@@ -330,6 +331,7 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 		far: make([]int16, FrameSamples), farRaw: make([]int16, FrameSamples), out: make([]int16, FrameSamples)}
 	s.lat, _ = hw.FindSource[hw.LatencyReporter](src)
 	s.cap, _ = hw.FindSource[capturedEnder](src)
+	s.srcLost, _ = hw.FindSource[lostReporter](src)
 	s.dtRatio = math.Pow(10, cfg.DoubleTalkDB/10)
 	s.dt, _ = c.(doubleTalker)
 	if l, ok := c.(linearOuter); ok && l.Linear() != nil {
@@ -442,7 +444,8 @@ func (s *Source) Read(dst []int16) (int, error) {
 		copy(s.dec[n/FrameSamples*FrameSamples:n], dst[n/FrameSamples*FrameSamples:n]) // an uncancelled remainder
 		copy(s.onset[n/FrameSamples*FrameSamples:n], dst[n/FrameSamples*FrameSamples:n])
 	}
-	if n >= FrameSamples && s.haveNoise && s.noiseDB > outageRoomDB && digitalSilence(dst[:n]) {
+	s.lostNow = false
+	if n >= FrameSamples && (s.srcLost != nil && s.srcLost.Lost() || s.haveNoise && s.noiseDB > outageRoomDB && digitalSilence(dst[:n])) {
 		clear(dst[:n])
 		s.lostRead(n)
 		return n, nil
@@ -771,9 +774,9 @@ func (s *Source) Read(dst []int16) (int, error) {
 	return n, nil
 }
 
-// lostRead handles a read of n samples with digital silence
-// (digitalSilence, in a room whose noise floor is above outageRoomDB; the
-// caller cleared it): the mic delivered nothing (hw/portaudio's
+// lostRead handles a read of n samples that the source reported as a
+// stand-in (Lost), or with digital silence (digitalSilence) in a room whose
+// noise floor is above outageRoomDB; the caller cleared it: the mic delivered nothing (hw/portaudio's
 // Source pads a device outage with silence, seconds while a USB mic is
 // reopened; a muted mic). Given to the canceller with the far end, it
 // taught it that the echo path had gone: the speex linear filter diverged
@@ -788,7 +791,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 // user: EchoDominated), the far end's hang time is kept, and the read
 // after the outage starts the disturbance guard.
 func (s *Source) lostRead(n int) {
-	s.lost = true
+	s.lost, s.lostNow = true, true
 	s.lostReads.Add(1)
 	var eFar float64
 	for off := 0; off+FrameSamples <= n; off += FrameSamples {
@@ -834,7 +837,17 @@ func (s *Source) farPlays(n int, eFar float64) {
 	}
 }
 
-// LostReads counts the reads of digital silence (lostRead): a mic that
+// lostReporter is capture.LostReporter: a source that says when a Read
+// returned a stand-in for audio the device did not capture.
+type lostReporter interface{ Lost() bool }
+
+// Lost reports whether the last Read was an outage's (lostRead): the
+// source said so (capture.LostReporter, hw/portaudio's Source while the
+// device is gone), or digital silence in an audible room. Read goroutine,
+// after Read.
+func (s *Source) Lost() bool { return s.lostNow }
+
+// LostReads counts the reads of an outage (lostRead): a mic that
 // delivered nothing. Any goroutine.
 func (s *Source) LostReads() int64 { return s.lostReads.Load() }
 

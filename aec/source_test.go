@@ -1377,11 +1377,15 @@ func (c *countScaler) Process(out, near, far []int16) {
 }
 
 // outageMic is a gainMic whose reads are digital silence over [from, to)
-// of each read (a mic outage's start, middle or end).
+// of each read (a mic outage's start, middle or end); with lost it reports
+// them as a stand-in (capture.LostReporter).
 type outageMic struct {
 	gainMic
 	from, to int
+	lost     bool
 }
+
+func (m *outageMic) Lost() bool { return m.lost }
 
 func (m *outageMic) Read(dst []int16) (int, error) {
 	n, err := m.gainMic.Read(dst)
@@ -1399,7 +1403,8 @@ func (m *outageMic) Read(dst []int16) (int, error) {
 // far-end history is stale), which holds the residual echo the learned
 // path explains but not a user 20 dB above it. In a room without noise
 // (a simulation) digital silence is the room, and the canceller runs on
-// it.
+// it, unless the mic reports it as its stand-in for audio it did not
+// capture.
 func TestSourceHoldsThroughAMicOutage(t *testing.T) {
 	clk := clock.NewFake()
 	ref, _ := NewReference(clk, 24000)
@@ -1483,8 +1488,23 @@ func TestSourceHoldsThroughAMicOutage(t *testing.T) {
 	for range 10 {
 		read(30, 1, 0, 320)
 	}
-	if c.calls != calls+20 || s.LostReads() != 0 {
+	if c.calls != calls+20 || s.LostReads() != 0 || s.Lost() {
 		t.Errorf("digital silence in a room without noise: the canceller processed %d frames of 20, %d reads lost; want 20, 0", c.calls-calls, s.LostReads())
+	}
+	// Unless the mic says it is a stand-in (hw/portaudio's Source while
+	// the device is gone).
+	mic.lost = true
+	calls = c.calls
+	for range 5 {
+		read(30, 1, 0, 320)
+	}
+	if c.calls != calls || s.LostReads() != 5 || !s.Lost() {
+		t.Errorf("reads the mic reported lost: the canceller processed %d frames, %d reads lost, Lost() %v; want 0, 5, true", c.calls-calls, s.LostReads(), s.Lost())
+	}
+	mic.lost = false
+	read(30, 1, 0, 0)
+	if s.Lost() {
+		t.Error("Lost() after a read of the mic's audio")
 	}
 }
 

@@ -107,6 +107,17 @@ type OnsetSignal interface {
 	OnsetFrame() (frame []int16, use bool)
 }
 
+// LostReporter is an optional capability of a source: whether the last
+// Read returned a stand-in for audio the device did not capture (silence
+// while the mic is gone: hw/portaudio's Source until a missing device
+// opens and while a lost one is reopened; aec.Source for such reads and
+// for digital silence it takes for an outage). The pump then treats the
+// frame as an outage whether or not it knows the room yet (Pump.silence).
+// Consulted from the Run goroutine right after the frame was read.
+type LostReporter interface {
+	Lost() bool
+}
+
 // GateFunc adapts a function to Gate.
 type GateFunc func() bool
 

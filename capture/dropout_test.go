@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/vad"
 )
 
@@ -84,6 +85,45 @@ func TestVADCleanRecordingBetweenSilences(t *testing.T) {
 		starts, _ := runPumpRegistry(t, Config{Mode: ModeVAD, VAD: VADConfig{Detector: det}}, s)
 		if len(starts) != len(amps) {
 			t.Errorf("%s: %d phrases between digital silences: utterances at %v", det, len(amps), starts)
+		}
+	}
+}
+
+// lateMic is a pcmSource whose first lostSamples are a stand-in for a mic
+// that has not opened yet (LostReporter), as hw/portaudio's Source reports
+// while degraded.
+type lateMic struct {
+	pcmSource
+	lostSamples int
+}
+
+func (m *lateMic) Lost() bool { return m.pos <= m.lostSamples }
+
+// A mic that opens 2 s late (a USB mic plugged in after start): the
+// Source reads silence until then and says so (LostReporter); the room's
+// noise that arrives with the mic starts no utterance, and a talker later
+// is heard. The same samples from a source that does not say so start an
+// utterance at the mic's opening: a room as quiet as digital silence
+// cannot be told from a mic that is not there.
+func TestVADMicThatOpensLate(t *testing.T) {
+	const rate = 16000
+	s := roomNoise(25, 8*rate)
+	clear(s[:2*rate])
+	for i := 6 * rate; i < 7*rate; i++ {
+		s[i] += int16(3300 * math.Sin(2*math.Pi*200*float64(i)/rate))
+	}
+	for _, det := range []string{vad.KindEnergy, DetectorAuto, vad.KindSpectral} {
+		clk := clock.NewFake()
+		starts, reg := runPumpOn(t, Config{Mode: ModeVAD, VAD: VADConfig{Detector: det}}, clk, &lateMic{pcmSource: pcmSource{clk: clk, s: s}, lostSamples: 2 * rate})
+		if len(starts) != 1 || starts[0] < 5600*time.Millisecond || starts[0] > 6100*time.Millisecond {
+			t.Errorf("%s: a mic open from 2 s, a talker from 6 s: utterances at %v, want one, the talker's", det, starts)
+		}
+		if got := reg.Value(MetricSilentFrames); got != 2*50 {
+			t.Errorf("%s: %s = %d, want %d", det, MetricSilentFrames, got, 2*50)
+		}
+		plain, _ := runPumpRegistry(t, Config{Mode: ModeVAD, VAD: VADConfig{Detector: det}}, s)
+		if len(plain) == 0 || plain[0] > 2100*time.Millisecond {
+			t.Errorf("%s: without LostReporter the late mic started utterances at %v, none at its opening: the scene does not test the capability", det, plain)
 		}
 	}
 }

@@ -92,7 +92,8 @@ type Pump struct {
 	// room's background (not speech, echo, gated or lost), up to
 	// lostFrames: with that many the VAD knows the room (see silence).
 	background, lostFrames int
-	roomAudible            bool // the last background frame was above lostRoomDBFS
+	roomAudible            bool         // the last background frame was above lostRoomDBFS
+	lostSrc                LostReporter // the source's, if it has one
 	speechRun              int
 	silentRun              int
 	// bridged: the current run of speech frames has bridged its one
@@ -177,6 +178,7 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 			p.detBG, _ = d.(vad.BackgroundGuarded)
 		}
 	}
+	p.lostSrc, _ = hw.FindSource[LostReporter](src)
 	if g, ok := src.(OnsetGuard); ok {
 		p.SetOnsetGuard(g)
 	}
@@ -514,11 +516,11 @@ const lostAfterMS = 1000
 // Before the VAD knows the room, and in a room as quiet as digital
 // silence (a simulation without noise, a clean recording: digital silence
 // between its phrases), exact zeros are the room, the background as
-// before. So digital silence before the mic's first sound (a mic that
-// opens late) is still learnt from: the first sound after it, the room's
-// noise or a voice, is judged against nothing (not handled; see
-// docs/audio.md). Frames of digital silence are counted
-// (MetricSilentFrames) either way.
+// before, unless the source reports them as its stand-in for audio it
+// did not capture (LostReporter: a mic that opens late, a lost one in a
+// silent room): then the frame is lost from the first read on, whatever
+// it holds. Frames of digital silence and lost frames are counted
+// (MetricSilentFrames).
 func (p *Pump) silence(samples, dec []int16) (lost, partial bool) {
 	run, longest := 0, 0
 	for _, v := range samples {
@@ -528,6 +530,11 @@ func (p *Pump) silence(samples, dec []int16) (lost, partial bool) {
 		}
 		run++
 		longest = max(longest, run)
+	}
+	if p.lostSrc != nil && p.lostSrc.Lost() {
+		// The source says so: an outage from the first read on.
+		p.silent.Inc()
+		return true, false
 	}
 	known := p.background >= p.lostFrames && p.roomAudible
 	switch {

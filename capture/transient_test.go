@@ -94,11 +94,17 @@ func runPump(t *testing.T, cfg Config, s []int16) (starts []time.Duration, held 
 // runPumpRegistry is runPump with the pump's metrics.
 func runPumpRegistry(t *testing.T, cfg Config, s []int16) ([]time.Duration, *metrics.Registry) {
 	t.Helper()
-	var starts []time.Duration
 	clk := clock.NewFake()
+	return runPumpOn(t, cfg, clk, &pcmSource{clk: clk, s: s})
+}
+
+// runPumpOn is runPumpRegistry over src, whose clock is clk.
+func runPumpOn(t *testing.T, cfg Config, clk *clock.Fake, src hw.AudioSource) ([]time.Duration, *metrics.Registry) {
+	t.Helper()
+	var starts []time.Duration
 	col := &collector{}
 	reg := metrics.NewRegistry()
-	p, err := NewPump(cfg, &pcmSource{clk: clk, s: s}, col, clk, reg, nil)
+	p, err := NewPump(cfg, src, col, clk, reg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -207,7 +207,8 @@ func TestLostThenBackUnderNewCardNumber(t *testing.T) {
 }
 
 // While degraded, Write and Read keep time with the clock (so the player
-// and the capture pump keep running) and Close unblocks them.
+// and the capture pump keep running), Read's silence is reported as lost
+// (capture.LostReporter), and Close unblocks them.
 func TestDegradedPacingAndClose(t *testing.T) {
 	f := &fakeBackend{}
 	f.plug()
@@ -232,6 +233,9 @@ func TestDegradedPacingAndClose(t *testing.T) {
 	buf[0] = 1
 	if n, err := src.Read(buf); err != nil || n != len(buf) || buf[0] != 0 {
 		t.Fatalf("degraded Read = %d, %v, first sample %d; want %d samples of silence", n, err, buf[0], len(buf))
+	}
+	if !src.Lost() {
+		t.Error("Lost() false after a degraded Read: the capture chain would take its silence for the room")
 	}
 	if el := time.Since(start); el < 190*time.Millisecond {
 		t.Errorf("200 ms of degraded audio took %v", el)
@@ -364,5 +368,8 @@ func TestSourceConvertsFromDeviceFormat(t *testing.T) {
 	slope := float64(int(buf[3199])-int(buf[200])) / float64(2999)
 	if math.Abs(slope-3) > 0.01 {
 		t.Errorf("ramp slope %.4f per sample at 16 kHz, want 3", slope)
+	}
+	if s.Lost() {
+		t.Error("Lost() after a Read of the device's audio")
 	}
 }

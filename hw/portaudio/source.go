@@ -61,6 +61,7 @@ type Source struct {
 	carryOff int
 	carryN   int
 	timer    clock.Timer
+	lost     bool // the last Read returned silence for a degraded device
 }
 
 // NewSource opens an input device on h. Like NewSink, a missing device
@@ -122,6 +123,12 @@ func (s *Source) Up() bool {
 	return c != nil && c.live.Load()
 }
 
+// Lost reports whether the last Read returned silence in place of audio
+// the device did not capture (degraded: missing at start, or lost and not
+// yet reopened), in whole or in part (capture.LostReporter). Read
+// goroutine, after Read.
+func (s *Source) Lost() bool { return s.lost }
+
 // Close implements hw.AudioSource: a blocked Read returns hw.ErrClosed.
 func (s *Source) Close() error { return s.ep.close() }
 
@@ -132,6 +139,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		return 0, errClosed
 	}
 	defer s.ep.release()
+	s.lost = false
 	filled := 0
 	for filled < len(dst) {
 		if s.carryOff < s.carryN {
@@ -148,6 +156,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 				return 0, err
 			}
 			clear(dst[filled:])
+			s.lost = true
 			return len(dst), nil
 		}
 		if c != s.cur {
