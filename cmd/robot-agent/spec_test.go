@@ -199,9 +199,9 @@ func TestSpec_7_3_DroppedOnArrivalHasNoProgress(t *testing.T) {
 }
 
 // TestSummaryVADLines: the summary says how long the VAD heard a
-// speech-like background and how many runs its transient guard held back,
-// from the capture pump's own counts, and says nothing of either when
-// there was none.
+// speech-like background, how many runs its transient guard held back and
+// how long the mic delivered digital silence, from the capture pump's own
+// counts, and says nothing of any when there was none.
 func TestSummaryVADLines(t *testing.T) {
 	for _, tc := range []struct {
 		metric      string
@@ -211,6 +211,7 @@ func TestSummaryVADLines(t *testing.T) {
 		// 150 frames of the default 20 ms.
 		{capture.MetricBackgroundFrames, 150, "speech-like background", "speech-like background (babble, a television) for 3.0 s"},
 		{capture.MetricTransients, 7, "held back", "vad:       7 knock(s), clap(s) or clunk(s) held back"},
+		{capture.MetricSilentFrames, 100, "digital silence", "mic:       2.0 s of digital silence (every sample 0"},
 	} {
 		cfg := config.Default()
 		cfg.Device.ID = "vad-robot"

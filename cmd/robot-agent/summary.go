@@ -24,6 +24,10 @@ func (a *agent) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  mic:       %d utterances, %d frames sent, %d dropped\n",
 		v("robot_agent_capture_utterances_total"), v("robot_agent_uplink_mic_frames_sent_total"),
 		micDropped(v))
+	if n := v(capture.MetricSilentFrames); n > 0 {
+		fmt.Fprintf(w, "  mic:       %.1f s of digital silence (every sample 0: the mic delivered nothing, lost or not yet open, or is muted; or a simulated room without noise); outages: nothing learnt from them\n",
+			float64(n)*float64(captureConfig(a.cfg.Audio).FrameMS)/1000)
+	}
 	if n := v(capture.MetricBackgroundFrames); n > 0 {
 		fmt.Fprintf(w, "  vad:       speech-like background (babble, a television) for %.1f s: speech had to be louder than it (audio.vad.background_db)\n",
 			float64(n)*float64(captureConfig(a.cfg.Audio).FrameMS)/1000)
