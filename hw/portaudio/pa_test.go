@@ -350,8 +350,9 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.
 
 // Hot-plug against a real sound server: the sound card disappears while a
 // Sink plays and a Source records; both degrade (Write and Read keep
-// pacing, never fail), are counted and retried, and resume when the card
-// returns, with audio flowing again end to end.
+// pacing, never fail; the Source reports every degraded Read as lost and
+// no other), are counted and retried, and resume when the card returns,
+// with audio flowing again end to end.
 func TestRealHotPlug(t *testing.T) {
 	reg := metrics.NewRegistry()
 	h, _, _ := openTestHost(t, HostConfig{Metrics: reg, RetryMax: time.Second})
@@ -363,7 +364,7 @@ func TestRealHotPlug(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var writes, reads atomic.Int64
+	var writes, reads, lostReads atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -396,12 +397,18 @@ func TestRealHotPlug(t *testing.T) {
 				t.Errorf("Read during hot-plug: %v", err)
 				return
 			}
+			if src.Lost() {
+				lostReads.Add(1) // the capture chain's cue that this silence is not the room
+			}
 			reads.Add(1)
 		}
 	}()
 	defer func() { close(stop); wg.Wait() }()
 
 	time.Sleep(300 * time.Millisecond)
+	if n := lostReads.Load(); n != 0 {
+		t.Errorf("%d reads reported lost while the device ran", n)
+	}
 	replug := unplugPulse(t)
 	replugged := false
 	defer func() {
@@ -411,10 +418,12 @@ func TestRealHotPlug(t *testing.T) {
 	}()
 	lostIn := waitFor(t, 3*time.Second, "both devices lost", func() bool { return !sink.Up() && !src.Up() })
 	t.Logf("loss detected after %v", lostIn)
-	w0, r0 := writes.Load(), reads.Load()
+	w0, r0, l0 := writes.Load(), reads.Load(), lostReads.Load()
 	time.Sleep(500 * time.Millisecond)
 	if dw, dr := writes.Load()-w0, reads.Load()-r0; dw < 30 || dw > 70 || dr < 15 || dr > 35 {
 		t.Errorf("while degraded for 500 ms: %d writes of 10 ms and %d reads of 20 ms; want about 50 and 25 (paced, not stalled, not spinning)", dw, dr)
+	} else if dl := lostReads.Load() - l0; dl < dr-1 {
+		t.Errorf("while degraded: %d of %d reads reported lost (Source.Lost), want all", dl, dr)
 	}
 	for _, m := range []string{"robot_agent_audio_output_lost_total", "robot_agent_audio_input_lost_total"} {
 		if n := reg.Value(m); n != 1 {
