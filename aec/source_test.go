@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/hw"
 )
 
@@ -1444,7 +1445,7 @@ func TestSourceHoldsThroughAMicOutage(t *testing.T) {
 		if !read(30, 1, r.from, r.to) {
 			t.Errorf("outage read %d: not EchoDominated", i)
 		}
-		if !allZero(frame) {
+		if pcm.ZeroRun(frame) != len(frame) {
 			t.Fatalf("outage read %d (silence over %d..%d): the output is not silence", i, r.from, r.to)
 		}
 	}
@@ -1506,13 +1507,4 @@ func TestSourceHoldsThroughAMicOutage(t *testing.T) {
 	if s.Lost() {
 		t.Error("Lost() after a read of the mic's audio")
 	}
-}
-
-func allZero(s []int16) bool {
-	for _, v := range s {
-		if v != 0 {
-			return false
-		}
-	}
-	return true
 }

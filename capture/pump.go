@@ -522,26 +522,17 @@ const lostAfterMS = 1000
 // it holds. Frames of digital silence and lost frames are counted
 // (MetricSilentFrames).
 func (p *Pump) silence(samples, dec []int16) (lost, partial bool) {
-	run, longest := 0, 0
-	for _, v := range samples {
-		if v != 0 {
-			run = 0
-			continue
-		}
-		run++
-		longest = max(longest, run)
-	}
 	if p.lostSrc != nil && p.lostSrc.Lost() {
 		// The source says so: an outage from the first read on.
 		p.silent.Inc()
 		return true, false
 	}
 	known := p.background >= p.lostFrames && p.roomAudible
-	switch {
-	case longest == len(samples) && allZero(dec):
+	switch run := pcm.ZeroRun(samples); {
+	case run == len(samples) && pcm.ZeroRun(dec) == len(dec):
 		p.silent.Inc()
 		return known, false
-	case longest >= partialZeros:
+	case run >= partialZeros:
 		return false, known
 	}
 	return false, false
@@ -568,17 +559,9 @@ func (p *Pump) lostFrame() {
 }
 
 // partialZeros: a run of this many zero samples (4 ms) in a frame is a
-// mic outage's edge (Pump.silence).
+// mic outage's edge (Pump.silence); aec.Source takes the same run for an
+// outage.
 const partialZeros = 64
-
-func allZero(s []int16) bool {
-	for _, v := range s {
-		if v != 0 {
-			return false
-		}
-	}
-	return true
-}
 
 // decision is what the VAD judges for the frame read into s: the guard's
 // DecisionFrame when it has one of that length, else s itself.

@@ -119,3 +119,18 @@ func Peak(s []int16) int {
 	}
 	return p
 }
+
+// ZeroRun returns the length of the longest run of exact zeros in s (len(s)
+// for digital silence). It does not allocate.
+func ZeroRun(s []int16) int {
+	run, longest := 0, 0
+	for _, v := range s {
+		if v != 0 {
+			run = 0
+			continue
+		}
+		run++
+		longest = max(longest, run)
+	}
+	return longest
+}

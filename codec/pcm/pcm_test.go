@@ -153,3 +153,20 @@ func TestNoAllocs(t *testing.T) {
 		t.Errorf("allocs per run = %v, want 0", allocs)
 	}
 }
+
+func TestZeroRun(t *testing.T) {
+	for _, tc := range []struct {
+		s    []int16
+		want int
+	}{
+		{nil, 0},
+		{[]int16{1, 2, 3}, 0},
+		{[]int16{0, 0, 0}, 3},
+		{[]int16{0, 1, 0, 0, 2, 0}, 2},
+		{[]int16{5, 0, 0, 0}, 3},
+	} {
+		if got := ZeroRun(tc.s); got != tc.want {
+			t.Errorf("ZeroRun(%v) = %d, want %d", tc.s, got, tc.want)
+		}
+	}
+}
