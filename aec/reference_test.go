@@ -276,3 +276,63 @@ func TestTapRecordsTheSimulatedSpeakersBlockBeforeItPlays(t *testing.T) {
 		}
 	}
 }
+
+// upSpk is a speaker that reports whether its device plays (hw/portaudio's
+// Sink.Up), with a device latency.
+type upSpk struct {
+	latSpk
+	down bool
+}
+
+func (s *upSpk) Up() bool { return !s.down }
+
+// While the speaker reports its device gone, nothing the Tap is written
+// plays, and the reference holds silence there: the canceller is not told
+// the robot spoke (given the far end without its echo, the cancellers
+// unlearn the room and the echo passes for the user when the device is
+// back). Before and after, the blocks are recorded where they play; the
+// silence is not allocated per block.
+func TestTapRecordsSilenceWhileTheSpeakerIsDown(t *testing.T) {
+	clk := clock.NewFake()
+	clk.Advance(time.Second)
+	ref, err := NewReference(clk, 24000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spk := &upSpk{}
+	tap := NewTap(spk, ref, clk)
+	blk := make([]int16, 480) // 20 ms at 24 kHz
+	type played struct {
+		at   time.Duration // DAC time of the block's first sample
+		want int16
+	}
+	var blocks []played
+	for k := range 30 {
+		spk.down = k >= 10 && k < 20
+		for i := range blk {
+			blk[i] = int16(1000 + 100*k)
+		}
+		clk.Advance(20 * time.Millisecond)
+		if err := tap.Write(blk); err != nil {
+			t.Fatal(err)
+		}
+		// Write returned with the block's last sample DeviceLatency
+		// (20 ms) from the DAC: its first plays now.
+		want := blk[0]
+		if spk.down {
+			want = 0
+		}
+		blocks = append(blocks, played{clk.Mono(), want})
+	}
+	got := make([]int16, 1)
+	for k, b := range blocks {
+		ref.Read(got, b.at+10*time.Millisecond)
+		if d := int(got[0]) - int(b.want); d < -60 || d > 60 {
+			t.Errorf("block %d (device down: %v): the reference holds %d 10 ms into it, want about %d", k, k >= 10 && k < 20, got[0], b.want)
+		}
+	}
+	spk.down = true
+	if n := testing.AllocsPerRun(50, func() { clk.Advance(20 * time.Millisecond); _ = tap.Write(blk) }); n != 0 {
+		t.Errorf("Write while the device is down: %v allocations per block, want 0", n)
+	}
+}
