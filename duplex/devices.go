@@ -20,12 +20,21 @@ func contextBackground() context.Context { return context.Background() }
 // at the clock time of its Write (the block plays during the next frame).
 // With SpeakerClock its latency is speakerLatency: what is written plays
 // that much later (the room hears it then).
-type nullSink struct{ lat time.Duration }
+type nullSink struct {
+	lat time.Duration
+	// down: the device is gone (a speaker dropout; benchSource sets it
+	// before each write), reported by Up unless unreported.
+	down, unreported bool
+}
 
-func (nullSink) Format() hw.AudioFormat { return hw.TTSFormat }
-func (nullSink) Write([]int16) error    { return nil }
-func (nullSink) Close() error           { return nil }
-func (s nullSink) DeviceLatency() time.Duration {
+func (*nullSink) Format() hw.AudioFormat { return hw.TTSFormat }
+func (*nullSink) Write([]int16) error    { return nil }
+func (*nullSink) Close() error           { return nil }
+
+// Up reports the device running, as hw/portaudio's Sink does.
+func (s *nullSink) Up() bool { return !s.down || s.unreported }
+
+func (s *nullSink) DeviceLatency() time.Duration {
 	if s.lat > 0 {
 		return s.lat
 	}
@@ -68,9 +77,11 @@ type benchSource struct {
 
 	mic, farBuf, echoBuf []int16
 	echoTL, micTL        []int16
-	// gaps are the mic dropouts, [start, end) in mic samples, in order.
-	gaps   [][2]int
-	simCPU time.Duration
+	// gaps are the mic dropouts, [start, end) in mic samples, in order;
+	// spkGaps the speaker's (it plays nothing), spkDown its state.
+	gaps, spkGaps [][2]int
+	spkDown       *bool
+	simCPU        time.Duration
 }
 
 func (b *benchSource) Format() hw.AudioFormat { return hw.MicFormat }
@@ -105,10 +116,15 @@ func (b *benchSource) Read(dst []int16) (int, error) {
 	n := int(min(max(end-b.spk, 0), int64(cap(b.farBuf))))
 	blk := b.farBuf[:n]
 	b.farBlock(blk, b.spk)
+	down := overlaps(b.spkGaps, at, at+micFrame)
+	*b.spkDown = down
 	c1 := threadCPU()
 	b.out.Write(blk) // chain: the clip guard if any, the reference
 	c2 := threadCPU()
 	played := b.dev.last // what reached the device
+	if down {
+		clear(played) // the device is gone: nothing plays
+	}
 	spk16 := b.spk*NearRate/FarRate + b.lead
 	b.path.Play(spk16, played, FarRate)
 	b.echo.Play(spk16, played, FarRate)

@@ -91,6 +91,17 @@ type Scenario struct {
 	// gone and being reopened. Speech that falls into a gap is lost.
 	MicDropoutMS     int
 	MicDropoutEveryS float64
+	// SpeakerDropoutMS > 0 makes the speaker play nothing for that long
+	// every SpeakerDropoutEveryS seconds (default 20), the first at a
+	// Seed-chosen point of the first period after LeadMS (drawn apart
+	// from the mic's): the far end written meanwhile is lost, as while a
+	// USB speaker is gone and being reopened (hw/portaudio's Sink then
+	// discards it and reports itself down: Up false). With
+	// SpeakerDropoutUnreported the speaker still reports itself up, as
+	// an amplifier that loses power or a mute switch would.
+	SpeakerDropoutMS         int
+	SpeakerDropoutEveryS     float64
+	SpeakerDropoutUnreported bool
 	// Seed for the barge-in positions.
 	Seed uint64
 	// Uplink, if non-nil, receives the uplink audio (16 kHz mono): every
@@ -135,16 +146,20 @@ type Result struct {
 	// DropoutPhrases the phrases left out because they would have fallen
 	// into one (not counted in Phrases or any other figure).
 	Dropouts, DropoutPhrases int
-	CPUPerSecond             time.Duration // chain CPU per second of audio
-	DelayEstimate            time.Duration
-	DelayShifts              int64
-	DriftPPM                 float64       // clock offset compensated at the end (aec.Source.DriftPPM)
-	GuardDB                  float64       // the onset guard's double-talk threshold at the end
-	ChainDelay               time.Duration // near end's delay through the chain (from the double-talk correlation)
-	EchoClips                int64         // mic frames the robot's echo clipped (aec.Source.EchoClips)
-	ReverbHeld               int64         // reads the reverberation guard held (aec.Source.ReverbHeld)
-	RoomRT60                 float64       // the reverberation time it learnt (s; 0: off or unknown)
-	ClipBackoffDB            float64       // how far the clip guard lowered the voice at the end (0: off or never)
+	// SpeakerDropouts is the number of speaker dropouts
+	// (SpeakerDropoutMS), and FalseAfterSpeakerDropout the false
+	// barge-ins that started within 5 s after one ended.
+	SpeakerDropouts, FalseAfterSpeakerDropout int
+	CPUPerSecond                              time.Duration // chain CPU per second of audio
+	DelayEstimate                             time.Duration
+	DelayShifts                               int64
+	DriftPPM                                  float64       // clock offset compensated at the end (aec.Source.DriftPPM)
+	GuardDB                                   float64       // the onset guard's double-talk threshold at the end
+	ChainDelay                                time.Duration // near end's delay through the chain (from the double-talk correlation)
+	EchoClips                                 int64         // mic frames the robot's echo clipped (aec.Source.EchoClips)
+	ReverbHeld                                int64         // reads the reverberation guard held (aec.Source.ReverbHeld)
+	RoomRT60                                  float64       // the reverberation time it learnt (s; 0: off or unknown)
+	ClipBackoffDB                             float64       // how far the clip guard lowered the voice at the end (0: off or never)
 }
 
 // OnsetPercentile returns the p-th percentile (0..100) of onset delays, or
@@ -200,16 +215,23 @@ func BargeInGapMS(farLen, nearLen, gapMS int) int {
 // the product in int.
 func atNearRate(farSamples int) int { return int(int64(farSamples) * NearRate / FarRate) }
 
-// DefaultMicDropoutEveryS is Scenario.MicDropoutEveryS's default.
+// DefaultMicDropoutEveryS is Scenario.MicDropoutEveryS's default, and
+// SpeakerDropoutEveryS's.
 const DefaultMicDropoutEveryS = 20
 
-// dropouts returns the mic's gaps of s over a run of total mic samples
-// after lead: one every MicDropoutEveryS, the first at a Seed-chosen
-// point of the first period, as many as end within the run.
-func dropouts(s Scenario, lead, total int) [][2]int {
-	every := int(s.MicDropoutEveryS * NearRate)
-	n := s.MicDropoutMS * NearRate / 1000
-	rng := rand.New(rand.NewPCG(s.Seed, 7))
+// Streams of the Seed's generator for the dropouts' first positions.
+const (
+	micDropStream     = 7
+	speakerDropStream = 11
+)
+
+// dropouts returns gaps of ms over a run of total mic samples after lead:
+// one every everyS seconds, the first at a point of the first period drawn
+// from stream of s.Seed's generator, as many as end within the run.
+func dropouts(s Scenario, ms int, everyS float64, stream uint64, lead, total int) [][2]int {
+	every := int(everyS * NearRate)
+	n := ms * NearRate / 1000
+	rng := rand.New(rand.NewPCG(s.Seed, stream))
 	var gaps [][2]int
 	for at := lead + rng.IntN(every-n+1); at+n <= total; at += every {
 		gaps = append(gaps, [2]int{at, at + n})
@@ -246,6 +268,12 @@ func Run(s Scenario) (Result, error) {
 	}
 	if s.MicDropoutMS < 0 || s.MicDropoutMS > 0 && !(float64(s.MicDropoutMS) < s.MicDropoutEveryS*1000) {
 		return Result{}, fmt.Errorf("%w: mic dropout of %d ms every %g s: want 0, or a length shorter than the period", ErrScenario, s.MicDropoutMS, s.MicDropoutEveryS)
+	}
+	if s.SpeakerDropoutEveryS == 0 {
+		s.SpeakerDropoutEveryS = DefaultMicDropoutEveryS
+	}
+	if s.SpeakerDropoutMS < 0 || s.SpeakerDropoutMS > 0 && !(float64(s.SpeakerDropoutMS) < s.SpeakerDropoutEveryS*1000) {
+		return Result{}, fmt.Errorf("%w: speaker dropout of %d ms every %g s: want 0, or a length shorter than the period", ErrScenario, s.SpeakerDropoutMS, s.SpeakerDropoutEveryS)
 	}
 	far := slices.Clone(s.Far)
 	near := slices.Clone(s.Near)
@@ -294,9 +322,12 @@ func Run(s Scenario) (Result, error) {
 	nearTL := make([]int16, total)
 	farStarts := make([]int, 0, s.Replies)
 	var phrases []phrase
-	var gaps [][2]int
+	var gaps, spkGaps [][2]int
 	if s.MicDropoutMS > 0 {
-		gaps = dropouts(s, lead, total)
+		gaps = dropouts(s, s.MicDropoutMS, s.MicDropoutEveryS, micDropStream, lead, total)
+	}
+	if s.SpeakerDropoutMS > 0 {
+		spkGaps = dropouts(s, s.SpeakerDropoutMS, s.SpeakerDropoutEveryS, speakerDropStream, lead, total)
 	}
 	lostPhrases := 0
 	rng := rand.New(rand.NewPCG(s.Seed, 99))
@@ -342,11 +373,12 @@ func Run(s Scenario) (Result, error) {
 	src := &benchSource{clk: clk, path: path, echo: echoOnly, near: nearTL, total: total,
 		mic: make([]int16, micFrame), farBuf: make([]int16, 2*farFrame), echoBuf: make([]int16, micFrame), ratio: 1,
 		echoTL: make([]int16, total), micTL: make([]int16, total), t0: clk.Mono()}
-	src.gaps = gaps
+	src.gaps, src.spkGaps = gaps, spkGaps
 	if !s.NoFar {
 		src.far, src.farStarts, src.replyLen = far, farStarts, replyLen
 	}
-	spk := nullSink{}
+	spk := &nullSink{unreported: s.SpeakerDropoutUnreported}
+	src.spkDown = &spk.down
 	if s.SpeakerClock {
 		src.ratio = 1 / (1 + rc.DriftPPM*1e-6)
 		spk.lat = speakerLatency
@@ -494,6 +526,7 @@ func Run(s Scenario) (Result, error) {
 	// Utterance starts against phrases.
 	res.Phrases = len(phrases)
 	res.Dropouts, res.DropoutPhrases = len(gaps), lostPhrases
+	res.SpeakerDropouts = len(spkGaps)
 	hang := time.Duration(pump.Config().VAD.HangoverMS) * time.Millisecond
 	used := make([]bool, len(phrases))
 	for _, st := range sink.starts {
@@ -511,7 +544,7 @@ func Run(s Scenario) (Result, error) {
 					}
 					if st.first > dur(p.onset) {
 						res.Clipped++
-						debugPhrase("clipped", p, d, gaps)
+						debugPhrase("clipped", p, d, gaps, spkGaps)
 					}
 				}
 				break
@@ -529,15 +562,28 @@ func Run(s Scenario) (Result, error) {
 			if rel >= 0 && rel%dur(replyLen+gap) >= dur(replyLen) {
 				res.FalseAfterReply++
 			}
+			since := time.Duration(-1)
+			for _, g := range spkGaps {
+				if d := st.at - dur(g[1]); d >= 0 {
+					since = d
+				}
+			}
+			if since >= 0 && since <= 5*time.Second {
+				res.FalseAfterSpeakerDropout++
+			}
 			if os.Getenv("DUPLEX_DEBUG") != "" {
-				fmt.Fprintf(os.Stderr, "false start at %v: reply %d +%v\n", st.at, int(rel/dur(replyLen+gap)), rel%dur(replyLen+gap))
+				fmt.Fprintf(os.Stderr, "false start at %v: reply %d +%v", st.at, int(rel/dur(replyLen+gap)), rel%dur(replyLen+gap))
+				if since >= 0 {
+					fmt.Fprintf(os.Stderr, ", %v after a speaker dropout", since)
+				}
+				fmt.Fprintln(os.Stderr)
 			}
 		}
 	}
 	for i := range phrases {
 		if !used[i] {
 			res.Clipped++ // never delivered at all
-			debugPhrase("missed", phrases[i], -1, gaps)
+			debugPhrase("missed", phrases[i], -1, gaps, spkGaps)
 		}
 	}
 	return res, nil
@@ -546,7 +592,7 @@ func Run(s Scenario) (Result, error) {
 // debugPhrase prints a phrase clipped or missed (onset: its detection delay,
 // negative: none) with DUPLEX_DEBUG, and how long after a mic dropout it
 // started.
-func debugPhrase(what string, p phrase, onset time.Duration, gaps [][2]int) {
+func debugPhrase(what string, p phrase, onset time.Duration, gaps, spkGaps [][2]int) {
 	if os.Getenv("DUPLEX_DEBUG") == "" {
 		return
 	}
@@ -554,10 +600,19 @@ func debugPhrase(what string, p phrase, onset time.Duration, gaps [][2]int) {
 	if onset >= 0 {
 		msg += fmt.Sprintf(" (detected after %v)", onset)
 	}
-	for _, g := range slices.Backward(gaps) {
-		if g[1] <= p.start {
-			msg += fmt.Sprintf(", %v after a mic dropout", dur(p.start-g[1]))
-			break
+	for _, d := range []struct {
+		gaps [][2]int
+		what string
+	}{{gaps, "mic"}, {spkGaps, "speaker"}} {
+		for _, g := range slices.Backward(d.gaps) {
+			if g[0] < p.end && g[1] > p.start {
+				msg += fmt.Sprintf(", during a %s dropout", d.what)
+				break
+			}
+			if g[1] <= p.start {
+				msg += fmt.Sprintf(", %v after a %s dropout", dur(p.start-g[1]), d.what)
+				break
+			}
 		}
 	}
 	fmt.Fprintln(os.Stderr, msg)

@@ -355,3 +355,42 @@ func TestReverbGuardHoldsTheTailAfterAReply(t *testing.T) {
 		}
 	}
 }
+
+// A speaker that drops out (a USB speaker gone and reopened) plays nothing
+// of what the robot writes meanwhile. Reported (hw/portaudio's Sink.Up, the
+// bench's speaker likewise), the reference holds silence there and the
+// robot does not interrupt itself when its voice comes back. The same
+// dropouts unreported (an amplifier that loses power) give the cancellers
+// the far end without its echo: they must show the problem, else the scene
+// proves nothing.
+func TestSpeakerDropoutsDoNotMakeTheRobotInterruptItself(t *testing.T) {
+	if !slices.Contains(aec.Available(), aec.KindWebRTC) {
+		t.Skip("no WebRTC canceller in this build (tag webrtcapm)")
+	}
+	far, _ := speech(t)
+	s := Scenario{Far: far, Replies: 8, GapMS: 1000, LeadMS: 1000,
+		Room:                 room.Config{DelayMS: 60, EchoGainDB: 0, RT60: 0.3, DRRDB: 6, DriftPPM: 100, Seed: 1},
+		AEC:                  aec.Options{Kind: aec.KindWebRTC, Uplink: aec.BestUplink(aec.KindWebRTC)},
+		Align:                aec.SourceConfig{GuardMarginDB: aec.DefaultGuardMarginDB, DriftCompensation: true, LinearGuardDB: aec.DefaultLinearGuardDB},
+		Capture:              capture.Config{Mode: capture.ModeVAD},
+		SpeakerDropoutMS:     2000,
+		SpeakerDropoutEveryS: 7,
+		Seed:                 1}
+	for _, unreported := range []bool{false, true} {
+		s.SpeakerDropoutUnreported = unreported
+		r, err := Run(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("unreported %v: %d speaker dropouts, %d false barge-ins in %d replies (%d within 5 s after a dropout)", unreported, r.SpeakerDropouts, r.FalseBargeIns, s.Replies, r.FalseAfterSpeakerDropout)
+		if r.SpeakerDropouts < 5 {
+			t.Fatalf("%d speaker dropouts, want at least 5 (one every 7 s)", r.SpeakerDropouts)
+		}
+		if !unreported && r.FalseBargeIns != 0 {
+			t.Errorf("reported dropouts: %d false barge-ins in %d replies, want 0", r.FalseBargeIns, s.Replies)
+		}
+		if unreported && r.FalseAfterSpeakerDropout == 0 {
+			t.Errorf("unreported dropouts: no false barge-in after one: the scene does not show what the report prevents")
+		}
+	}
+}

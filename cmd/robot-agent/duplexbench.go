@@ -67,10 +67,10 @@ Flags:
 type duplexFlags struct {
 	far, near, out, aecKinds, noise, noiseWAV, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, irOut, webrtcDelay, uplink string
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                                    int
-	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, vadFastOnset                                             bool
+	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, vadFastOnset, spkDropUnreported                          bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                                       string
-	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup, micDropMS                                                                  int
-	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient, micDropEvery                                                             float64
+	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup, micDropMS, spkDropMS                                                       int
+	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient, micDropEvery, spkDropEvery                                               float64
 	rc                                                                                                                                 room.Config
 }
 
@@ -167,6 +167,9 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.noiseWAV, "noise-wav", "", "a noise recording instead of --noise (any WAV: channels mixed, resampled; e.g. the robot's own motors), looped from a --seed-chosen position, at --snr-db (its RMS over the file)")
 	fs.IntVar(&f.micDropMS, "mic-dropout-ms", 0, "the mic loses its audio for this long (digital silence, as while a USB mic is gone and reopened) every --mic-dropout-every-s, the first at a --seed-chosen point; speech in a gap is lost (0: never)")
 	fs.Float64Var(&f.micDropEvery, "mic-dropout-every-s", duplex.DefaultMicDropoutEveryS, "with --mic-dropout-ms: seconds from one dropout to the next")
+	fs.IntVar(&f.spkDropMS, "speaker-dropout-ms", 0, "the speaker plays nothing for this long (as while a USB speaker is gone and reopened; it reports itself down) every --speaker-dropout-every-s, the first at a --seed-chosen point (0: never)")
+	fs.Float64Var(&f.spkDropEvery, "speaker-dropout-every-s", duplex.DefaultMicDropoutEveryS, "with --speaker-dropout-ms: seconds from one dropout to the next")
+	fs.BoolVar(&f.spkDropUnreported, "speaker-dropout-unreported", false, "with --speaker-dropout-ms: the speaker does not report its dropouts (an amplifier that loses power, a mute switch)")
 	fs.Float64Var(&f.farDB, "far-dbfs", -20, "active level of the far end as played")
 	fs.Float64Var(&f.rc.DelayMS, "delay-ms", 60, "echo delay beyond the device latencies")
 	fs.Float64Var(&f.rc.EchoGainDB, "echo-gain-db", 0, "echo level relative to the played level (-ERL)")
@@ -251,6 +254,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --mic-dropout-ms %d every --mic-dropout-every-s %g: want a length from 0 up to less than the period\n", f.micDropMS, f.micDropEvery)
 		return 2
 	}
+	if f.spkDropMS < 0 || f.spkDropMS > 0 && !(f.spkDropEvery > 0 && float64(f.spkDropMS) < f.spkDropEvery*1000) {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --speaker-dropout-ms %d every --speaker-dropout-every-s %g: want a length from 0 up to less than the period\n", f.spkDropMS, f.spkDropEvery)
+		return 2
+	}
 	if f.vadGradual > 1000 {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --vad-gradual-ms %d out of range: at most 1000 (negative: off)\n", f.vadGradual)
 		return 2
@@ -299,6 +306,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise, NoiseWAV: f.noiseWAV,
 			MicDropoutMS: f.micDropMS, MicDropoutEveryS: f.micDropEvery,
+			SpeakerDropoutMS: f.spkDropMS, SpeakerDropoutEveryS: f.spkDropEvery, SpeakerDropoutUnreported: f.spkDropUnreported,
 			AEC:     k.opts,
 			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts)},
 			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual, FastOnset: f.vadFastOnset}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
@@ -336,6 +344,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 				n += fmt.Sprintf("; %d phrases would have fallen into one and were left out (the table counts the other %d)", r.DropoutPhrases, r.Phrases)
 			}
 			notes = append(notes, n)
+		}
+		if r.SpeakerDropouts > 0 {
+			notes = append(notes, fmt.Sprintf("%s: %d speaker dropouts of %d ms (%s, every %g s); %d of the false barge-ins started within 5 s after one", k.name, r.SpeakerDropouts, f.spkDropMS,
+				map[bool]string{false: "reported", true: "not reported"}[f.spkDropUnreported], f.spkDropEvery, r.FalseAfterSpeakerDropout))
 		}
 		if r.FalseAfterReply > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d of the false barge-ins started after a reply had ended (its echo's tail)", k.name, r.FalseAfterReply))

@@ -48,6 +48,9 @@ func TestDuplexBenchStartupFailures(t *testing.T) {
 		{[]string{"--mic-dropout-ms", "20000"}, "--mic-dropout-ms 20000 every --mic-dropout-every-s 20: want a length from 0 up to less than the period"},
 		{[]string{"--mic-dropout-ms", "100", "--mic-dropout-every-s", "0"}, "--mic-dropout-ms 100 every --mic-dropout-every-s 0"},
 		{[]string{"--mic-dropout-ms", "-1"}, "--mic-dropout-ms -1"},
+		{[]string{"--speaker-dropout-ms", "20000"}, "--speaker-dropout-ms 20000 every --speaker-dropout-every-s 20: want a length from 0 up to less than the period"},
+		{[]string{"--speaker-dropout-ms", "100", "--speaker-dropout-every-s", "-2"}, "--speaker-dropout-ms 100 every --speaker-dropout-every-s -2"},
+		{[]string{"--speaker-dropout-ms", "-1"}, "--speaker-dropout-ms -1"},
 	} {
 		code, _, errs := runCLI(append([]string{"duplex-bench"}, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(errs), "\n")
@@ -182,6 +185,56 @@ func TestDuplexBenchMicDropouts(t *testing.T) {
 	for i := 1; i < len(runs); i++ {
 		if d := runs[i] - runs[i-1]; d != 3*16000 {
 			t.Errorf("dropouts %d and %d are %d samples apart, want %d", i-1, i, d, 3*16000)
+		}
+	}
+}
+
+// --speaker-dropout-ms: the speaker plays nothing for that long, one every
+// --speaker-dropout-every-s, as many times as the note says: with a steady
+// tone as the reply, no gap between replies, a dry room and no canceller,
+// the uplink (the mic as is) holds the echo except in the dropouts.
+func TestDuplexBenchSpeakerDropouts(t *testing.T) {
+	dir := t.TempDir()
+	far, out := filepath.Join(dir, "tone.wav"), filepath.Join(dir, "up.wav")
+	writeTone(t, far, 24000, 1, 440, 5, 0.3)
+	code, stdout, errs := runCLI("duplex-bench", "--replies", "3", "--gap-ms", "0", "--rt60", "0", "--far", far, "--aec", "none", "--mode", "continuous",
+		"--speaker-dropout-ms", "500", "--speaker-dropout-every-s", "3", "--out", out)
+	m := regexp.MustCompile(`none: (\d+) speaker dropouts of 500 ms \(reported, every 3 s\)`).FindStringSubmatch(stdout)
+	if code != 0 || m == nil {
+		t.Fatalf("exit %d, stderr %q, no dropout note in\n%s", code, errs, stdout)
+	}
+	a, err := wav.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Runs of silence (under -60 dBFS in 10 ms) after the bench's 1 s
+	// lead: the dropouts, the echo's delay later.
+	var runs [][2]int // start, length in 10 ms blocks
+	s, run := a.Mono(), 0
+	for b := 110; (b+1)*160 <= len(s); b++ {
+		var e float64
+		for _, v := range s[b*160 : (b+1)*160] {
+			e += float64(v) * float64(v)
+		}
+		if e < 160*33*33 { // -60 dBFS
+
+			run++
+			continue
+		}
+		if run > 0 {
+			runs = append(runs, [2]int{b - run, run})
+		}
+		run = 0
+	}
+	if n, _ := strconv.Atoi(m[1]); n < 4 || len(runs) != n {
+		t.Fatalf("%d silences in the uplink (start, length in 10 ms) %v; the note says %s dropouts (want at least 4)", len(runs), runs, m[1])
+	}
+	for i, r := range runs {
+		if r[1] < 48 || r[1] > 51 {
+			t.Errorf("silence %d lasts %d0 ms, want 500", i, r[1])
+		}
+		if i > 0 && r[0]-runs[i-1][0] != 300 {
+			t.Errorf("silences %d and %d are %d0 ms apart, want 3 s", i-1, i, r[0]-runs[i-1][0])
 		}
 	}
 }
