@@ -606,7 +606,7 @@ func debugPhrase(what string, p phrase, onset time.Duration, gaps, spkGaps [][2]
 	}{{gaps, "mic"}, {spkGaps, "speaker"}} {
 		for _, g := range slices.Backward(d.gaps) {
 			if g[0] < p.end && g[1] > p.start {
-				msg += fmt.Sprintf(", during a %s dropout", d.what)
+				msg += fmt.Sprintf(", during a %s dropout (%v before its end)", d.what, dur(g[1]-p.start))
 				break
 			}
 			if g[1] <= p.start {
