@@ -18,8 +18,9 @@
 // and its ratio to S is A. The slope is a least-squares line through the
 // frames of the recent pauses pooled (each pause about its own mean, a
 // pause weighted by its length and spread, with a forgetting factor),
-// taking only pauses whose own line decays at a room's rate (something
-// else in a pause, e.g. the user, does not decay like that); A is a
+// taking of each pause only its free decay (from the pause's start until
+// the level first rises: the user answering the robot, a knock) and only
+// pauses whose own line decays at a room's rate; A is a
 // running median in dB of the pause frames' ratios. Only frames well above
 // the noise floor count (one frame of speech-like audio scatters by
 // several dB; a line through many does not). This is the free-decay method
@@ -54,6 +55,14 @@ const (
 	// A pause's own slope (dB per frame) must lie in this range (RT60
 	// 0.1-6 s) for it to count.
 	steepestDB, flattestDB = -6.0, -0.1
+	// A pause is learnt from only as a free decay: from the first frame
+	// the far end's pause counts (pauseFrames), and only until its level
+	// rises riseDB over its lowest frame. A reverberant tail only falls
+	// (its frames scatter by a few dB); the user answering the robot, or
+	// talking while its voice stopped, rises by 10-30 dB, and the line
+	// through a phrase of theirs (hundreds of frames, so it outweighed
+	// every real pause) had given a 0.3 s room an RT60 of 2-2.5 s.
+	riseDB = 6
 	// readySpread: the decay is known once the pooled pauses' spread
 	// (Σ(x−x̄)², frames²) reaches this: the slope's standard error is then
 	// the frames' scatter / √readySpread (3 dB scatter: 0.2 dB per frame).
@@ -83,9 +92,14 @@ type Tail struct {
 	silentK float64 // a far frame under peak·silentK is silent
 	aboveK  float64 // a pause frame's mic must exceed the noise by this factor
 	silent  int     // frames the far end has been silent
-	// The current pause's least-squares sums (x: frame, y: mic level dB).
+	// The current pause's least-squares sums (x: frame, y: mic level dB)
+	// over its free decay: from the far end's pause's start until the
+	// level rises riseDB over its lowest (in: a pause is in progress,
+	// free: it is still a free decay, minY its lowest level).
 	m                int
 	sx, sy, sxy, sxx float64
+	in, free         bool
+	minY             float64
 }
 
 // New returns a Tail predicting the reverberation beyond lagMS (the
@@ -117,13 +131,24 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 	}
 	rho := t.rho()
 	if t.silent >= pauseFrames && mic > 0 && mic > noise*t.aboveK {
-		y, x := 10*math.Log10(mic), float64(t.m)
-		t.m++
-		t.sx, t.sy, t.sxy, t.sxx = t.sx+x, t.sy+y, t.sxy+x*y, t.sxx+x*x
-		if t.s > 0 && t.decayReady() {
-			t.level.Push(y - 10*math.Log10(t.s))
+		y := 10 * math.Log10(mic)
+		if !t.in {
+			t.in, t.free, t.minY = true, t.silent == pauseFrames, y
 		}
-	} else if t.m > 0 {
+		if y > t.minY+riseDB {
+			t.free = false // something else in the pause: the user, a knock
+		}
+		t.minY = min(t.minY, y)
+		if t.free {
+			x := float64(t.m)
+			t.m++
+			t.sx, t.sy, t.sxy, t.sxx = t.sx+x, t.sy+y, t.sxy+x*y, t.sxx+x*x
+			if t.s > 0 && t.decayReady() {
+				t.level.Push(y - 10*math.Log10(t.s))
+			}
+		}
+	} else if t.in {
+		t.in = false
 		if t.m >= minPause {
 			m := float64(t.m)
 			cxy, cxx := t.sxy-t.sx*t.sy/m, t.sxx-t.sx*t.sx/m
