@@ -253,8 +253,10 @@ type Tap struct {
 	up   upReporter
 	rate int
 	// silence stands in for a block the device does not play (up false);
-	// grown to the largest such block, then reused.
-	silence []int16
+	// grown to the largest such block, then reused. unplayed counts the
+	// samples of such blocks.
+	silence  []int16
+	unplayed atomic.Int64
 }
 
 // upReporter is an optional capability of a sink: whether its device is
@@ -295,6 +297,13 @@ func NewTap(sink hw.AudioSink, ref *Reference, clk clock.Clock) *Tap {
 // Unwrap returns the wrapped sink.
 func (t *Tap) Unwrap() hw.AudioSink { return t.AudioSink }
 
+// Unplayed is how much of what the Tap was written the device did not
+// play (it reported itself down) and the reference holds as silence. Any
+// goroutine.
+func (t *Tap) Unplayed() time.Duration {
+	return time.Duration(t.unplayed.Load()) * time.Second / time.Duration(t.rate)
+}
+
 // Write implements hw.AudioSink (mono sinks; a stereo sink's blocks are
 // not recorded).
 func (t *Tap) Write(p []int16) error {
@@ -307,6 +316,7 @@ func (t *Tap) Write(p []int16) error {
 			t.silence = make([]int16, len(p))
 		}
 		played = t.silence[:len(p)]
+		t.unplayed.Add(int64(len(p)))
 	}
 	if t.next != nil {
 		t.ref.PlayedExact(played, t.next.NextStart())

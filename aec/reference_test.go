@@ -331,6 +331,9 @@ func TestTapRecordsSilenceWhileTheSpeakerIsDown(t *testing.T) {
 			t.Errorf("block %d (device down: %v): the reference holds %d 10 ms into it, want about %d", k, k >= 10 && k < 20, got[0], b.want)
 		}
 	}
+	if got := tap.Unplayed(); got != 200*time.Millisecond {
+		t.Errorf("Unplayed %v, want the 10 blocks of 20 ms written while the device was down", got)
+	}
 	spk.down = true
 	if n := testing.AllocsPerRun(50, func() { clk.Advance(20 * time.Millisecond); _ = tap.Write(blk) }); n != 0 {
 		t.Errorf("Write while the device is down: %v allocations per block, want 0", n)

@@ -315,7 +315,8 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 		return nil, err
 	}
 	a.closers = append(a.closers, c.Close)
-	a.speaker = aec.NewTap(a.speaker, ref, a.clk)
+	a.aecTap = aec.NewTap(a.speaker, ref, a.clk)
+	a.speaker = a.aecTap
 	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB, DriftCompensation: d.DriftComp, NoiseGuardDB: d.noiseGuard(), LinearGuardDB: d.LinearGuardDB, ReverbGuardMS: d.reverbGuard(opts)})
 	a.mic = src
 	a.aecRef, a.aecSrc = ref, src

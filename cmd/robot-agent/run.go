@@ -231,6 +231,7 @@ type agent struct {
 	speaker  hw.AudioSink
 	aecRef   *aec.Reference // full duplex: the far-end reference (nil: no canceller)
 	aecSrc   *aec.Source    // full duplex: the cancelling mic (nil: no canceller)
+	aecTap   *aec.Tap       // full duplex: the speaker tap (nil: no canceller)
 	ducker   *duck.Sink     // full duplex with local ducking (nil: off)
 	player   *playback.Player
 	pump     *capture.Pump

@@ -212,6 +212,7 @@ func TestSummaryVADLines(t *testing.T) {
 		{capture.MetricBackgroundFrames, 150, "speech-like background", "speech-like background (babble, a television) for 3.0 s"},
 		{capture.MetricTransients, 7, "held back", "vad:       7 knock(s), clap(s) or clunk(s) held back"},
 		{capture.MetricSilentFrames, 100, "digital silence", "mic:       2.0 s of digital silence (every sample 0"},
+		{"robot_agent_audio_output_lost_total", 2, "output device was lost", "speaker:   the output device was lost 2 time(s), reopened 0: what the robot said meanwhile did not play"},
 	} {
 		cfg := config.Default()
 		cfg.Device.ID = "vad-robot"

@@ -40,6 +40,13 @@ func (a *agent) writeSummary(w io.Writer) {
 	fmt.Fprintf(w, "  speaker:   %.1f s played, %d underruns, %d samples concealed, %d stale frames dropped\n",
 		float64(v("robot_agent_playback_played_samples_total"))/24000, v("robot_agent_playback_underruns_total"),
 		v("robot_agent_playback_concealed_samples_total"), v("robot_agent_playback_stale_frames_dropped_total"))
+	if n := v("robot_agent_audio_output_lost_total"); n > 0 {
+		line := fmt.Sprintf("  speaker:   the output device was lost %d time(s), reopened %d: what the robot said meanwhile did not play", n, v("robot_agent_audio_output_reopened_total"))
+		if a.aecTap != nil {
+			line += fmt.Sprintf(" (%.1f s; the echo canceller took it for silence)", a.aecTap.Unplayed().Seconds())
+		}
+		fmt.Fprintln(w, line)
+	}
 	if n := v(clipguard.MetricClips); n > 0 {
 		fmt.Fprintf(w, "  speaker:   the robot's echo clipped the mic in %d frames of 10 ms; its voice was lowered %d time(s), %d dB down at exit (duplex.clip_guard: turn the speaker or the mic gain down)\n",
 			n, v(clipguard.MetricDown), v(clipguard.MetricBackoff))
