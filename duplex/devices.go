@@ -81,11 +81,17 @@ type benchSource struct {
 	// spkGaps the speaker's (it plays nothing), spkDown its state.
 	gaps, spkGaps [][2]int
 	spkDown       *bool
-	simCPU        time.Duration
+	// reportLost: Lost reports whether the last Read overlapped a mic
+	// dropout (lost); else always false.
+	reportLost, lost bool
+	simCPU           time.Duration
 }
 
 func (b *benchSource) Format() hw.AudioFormat { return hw.MicFormat }
-func (b *benchSource) Close() error           { return nil }
+
+// Lost implements capture.LostReporter (Scenario.MicDropoutReported).
+func (b *benchSource) Lost() bool   { return b.lost }
+func (b *benchSource) Close() error { return nil }
 
 // farBlock fills dst with the far end from speaker sample at (FarRate).
 func (b *benchSource) farBlock(dst []int16, at int64) {
@@ -134,9 +140,11 @@ func (b *benchSource) Read(dst []int16) (int, error) {
 	b.path.Capture(idx, dst)
 	clear(b.echoBuf)
 	b.echo.Capture(idx, b.echoBuf)
+	b.lost = false
 	for _, g := range b.gaps {
 		if g[0] < at+micFrame && g[1] > at {
 			clear(dst[max(g[0]-at, 0):min(g[1]-at, micFrame)])
+			b.lost = b.reportLost
 		}
 	}
 	copy(b.echoTL[at:], b.echoBuf)
@@ -174,6 +182,10 @@ type teeSource struct {
 	guard   []bool
 	guardOf interface{ EchoDominated() bool }
 }
+
+// Unwrap returns the canceller's source: the pump finds its capabilities
+// (Lost) through the tee, as the agent's pump finds them on it directly.
+func (t *teeSource) Unwrap() hw.AudioSource { return t.AudioSource }
 
 func (t *teeSource) Read(dst []int16) (int, error) {
 	n, err := t.AudioSource.Read(dst)

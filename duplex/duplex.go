@@ -91,6 +91,11 @@ type Scenario struct {
 	// gone and being reopened. Speech that falls into a gap is lost.
 	MicDropoutMS     int
 	MicDropoutEveryS float64
+	// MicDropoutReported makes the mic say which reads are a dropout's
+	// silence (capture.LostReporter), as hw/portaudio's Source does while
+	// its device is gone; without it the chain finds them by their
+	// digital silence alone.
+	MicDropoutReported bool
 	// SpeakerDropoutMS > 0 makes the speaker play nothing for that long
 	// every SpeakerDropoutEveryS seconds (default 20), the first at a
 	// Seed-chosen point of the first period after LeadMS (drawn apart
@@ -146,6 +151,10 @@ type Result struct {
 	// DropoutPhrases the phrases left out because they would have fallen
 	// into one (not counted in Phrases or any other figure).
 	Dropouts, DropoutPhrases int
+	// MicLostReads is how many reads the canceller took for a mic
+	// outage (aec.Source.LostReads): reported, or digital silence in a
+	// room with noise.
+	MicLostReads int64
 	// SpeakerDropouts is the number of speaker dropouts
 	// (SpeakerDropoutMS), and FalseAfterSpeakerDropout the false
 	// barge-ins that started within 5 s after one ended.
@@ -373,7 +382,7 @@ func Run(s Scenario) (Result, error) {
 	src := &benchSource{clk: clk, path: path, echo: echoOnly, near: nearTL, total: total,
 		mic: make([]int16, micFrame), farBuf: make([]int16, 2*farFrame), echoBuf: make([]int16, micFrame), ratio: 1,
 		echoTL: make([]int16, total), micTL: make([]int16, total), t0: clk.Mono()}
-	src.gaps, src.spkGaps = gaps, spkGaps
+	src.gaps, src.spkGaps, src.reportLost = gaps, spkGaps, s.MicDropoutReported
 	if !s.NoFar {
 		src.far, src.farStarts, src.replyLen = far, farStarts, replyLen
 	}
@@ -418,7 +427,7 @@ func Run(s Scenario) (Result, error) {
 		return Result{}, err
 	}
 
-	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB(), DriftPPM: asrc.DriftPPM(), EchoClips: asrc.EchoClips(), ReverbHeld: asrc.ReverbHeld(), RoomRT60: asrc.RoomRT60()}
+	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB(), DriftPPM: asrc.DriftPPM(), EchoClips: asrc.EchoClips(), ReverbHeld: asrc.ReverbHeld(), RoomRT60: asrc.RoomRT60(), MicLostReads: asrc.LostReads()}
 	if guard != nil {
 		res.ClipBackoffDB = guard.BackoffDB()
 	}
@@ -575,6 +584,12 @@ func Run(s Scenario) (Result, error) {
 				fmt.Fprintf(os.Stderr, "false start at %v: reply %d +%v", st.at, int(rel/dur(replyLen+gap)), rel%dur(replyLen+gap))
 				if since >= 0 {
 					fmt.Fprintf(os.Stderr, ", %v after a speaker dropout", since)
+				}
+				for _, g := range slices.Backward(gaps) {
+					if d := st.at - dur(g[1]); d >= 0 {
+						fmt.Fprintf(os.Stderr, ", %v after a mic dropout", d)
+						break
+					}
 				}
 				fmt.Fprintln(os.Stderr)
 			}

@@ -356,6 +356,22 @@ func TestReverbGuardHoldsTheTailAfterAReply(t *testing.T) {
 	}
 }
 
+// quietDefaultRoom is the bench's default room without noise, replies of
+// the simulator's speech, WebRTC's canceller as the agent configures it.
+func quietDefaultRoom(t *testing.T, replies int) Scenario {
+	t.Helper()
+	if !slices.Contains(aec.Available(), aec.KindWebRTC) {
+		t.Skip("no WebRTC canceller in this build (tag webrtcapm)")
+	}
+	far, _ := speech(t)
+	return Scenario{Far: far, Replies: replies, GapMS: 1000, LeadMS: 1000,
+		Room:    room.Config{DelayMS: 60, EchoGainDB: 0, RT60: 0.3, DRRDB: 6, DriftPPM: 100, Seed: 1},
+		AEC:     aec.Options{Kind: aec.KindWebRTC, Uplink: aec.BestUplink(aec.KindWebRTC)},
+		Align:   aec.SourceConfig{GuardMarginDB: aec.DefaultGuardMarginDB, DriftCompensation: true, LinearGuardDB: aec.DefaultLinearGuardDB},
+		Capture: capture.Config{Mode: capture.ModeVAD},
+		Seed:    1}
+}
+
 // A speaker that drops out (a USB speaker gone and reopened) plays nothing
 // of what the robot writes meanwhile. Reported (hw/portaudio's Sink.Up, the
 // bench's speaker likewise), the reference holds silence there and the
@@ -364,18 +380,8 @@ func TestReverbGuardHoldsTheTailAfterAReply(t *testing.T) {
 // the far end without its echo: they must show the problem, else the scene
 // proves nothing.
 func TestSpeakerDropoutsDoNotMakeTheRobotInterruptItself(t *testing.T) {
-	if !slices.Contains(aec.Available(), aec.KindWebRTC) {
-		t.Skip("no WebRTC canceller in this build (tag webrtcapm)")
-	}
-	far, _ := speech(t)
-	s := Scenario{Far: far, Replies: 8, GapMS: 1000, LeadMS: 1000,
-		Room:                 room.Config{DelayMS: 60, EchoGainDB: 0, RT60: 0.3, DRRDB: 6, DriftPPM: 100, Seed: 1},
-		AEC:                  aec.Options{Kind: aec.KindWebRTC, Uplink: aec.BestUplink(aec.KindWebRTC)},
-		Align:                aec.SourceConfig{GuardMarginDB: aec.DefaultGuardMarginDB, DriftCompensation: true, LinearGuardDB: aec.DefaultLinearGuardDB},
-		Capture:              capture.Config{Mode: capture.ModeVAD},
-		SpeakerDropoutMS:     2000,
-		SpeakerDropoutEveryS: 7,
-		Seed:                 1}
+	s := quietDefaultRoom(t, 8)
+	s.SpeakerDropoutMS, s.SpeakerDropoutEveryS = 2000, 7
 	for _, unreported := range []bool{false, true} {
 		s.SpeakerDropoutUnreported = unreported
 		r, err := Run(s)
@@ -391,6 +397,35 @@ func TestSpeakerDropoutsDoNotMakeTheRobotInterruptItself(t *testing.T) {
 		}
 		if unreported && r.FalseAfterSpeakerDropout == 0 {
 			t.Errorf("unreported dropouts: no false barge-in after one: the scene does not show what the report prevents")
+		}
+	}
+}
+
+// A mic that reports its dropouts (MicDropoutReported, as hw/portaudio's
+// Source does) has them taken for outages even in a room as quiet as
+// digital silence, where digital silence alone is the room: the canceller
+// counts every read of them, and none without the report.
+func TestReportedMicDropoutsReachTheCanceller(t *testing.T) {
+	s := quietDefaultRoom(t, 3)
+	s.MicDropoutMS, s.MicDropoutEveryS = 500, 5
+	for _, reported := range []bool{false, true} {
+		s.MicDropoutReported = reported
+		r, err := Run(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A read is 20 ms; a dropout's first and last reads are partly
+		// silent and count whole.
+		lo, hi := int64(r.Dropouts*25), int64(r.Dropouts*26)
+		t.Logf("reported %v: %d dropouts of 500 ms, %d reads taken for an outage", reported, r.Dropouts, r.MicLostReads)
+		if r.Dropouts < 2 {
+			t.Fatalf("%d dropouts, want at least 2", r.Dropouts)
+		}
+		if reported && (r.MicLostReads < lo || r.MicLostReads > hi) {
+			t.Errorf("reported: %d reads taken for an outage, want %d..%d", r.MicLostReads, lo, hi)
+		}
+		if !reported && r.MicLostReads != 0 {
+			t.Errorf("unreported, in a room without noise: %d reads taken for an outage, want 0 (digital silence is the room here)", r.MicLostReads)
 		}
 	}
 }

@@ -67,7 +67,7 @@ Flags:
 type duplexFlags struct {
 	far, near, out, aecKinds, noise, noiseWAV, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, irOut, webrtcDelay, uplink string
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                                    int
-	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, vadFastOnset, spkDropUnreported                          bool
+	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, vadFastOnset, spkDropUnreported, micDropReported         bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                                       string
 	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup, micDropMS, spkDropMS                                                       int
 	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient, micDropEvery, spkDropEvery                                               float64
@@ -167,6 +167,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.noiseWAV, "noise-wav", "", "a noise recording instead of --noise (any WAV: channels mixed, resampled; e.g. the robot's own motors), looped from a --seed-chosen position, at --snr-db (its RMS over the file)")
 	fs.IntVar(&f.micDropMS, "mic-dropout-ms", 0, "the mic loses its audio for this long (digital silence, as while a USB mic is gone and reopened) every --mic-dropout-every-s, the first at a --seed-chosen point; speech in a gap is lost (0: never)")
 	fs.Float64Var(&f.micDropEvery, "mic-dropout-every-s", duplex.DefaultMicDropoutEveryS, "with --mic-dropout-ms: seconds from one dropout to the next")
+	fs.BoolVar(&f.micDropReported, "mic-dropout-reported", false, "with --mic-dropout-ms: the mic says which reads are a dropout's silence, as hw/portaudio's Source does (else the chain finds them by their digital silence alone)")
 	fs.IntVar(&f.spkDropMS, "speaker-dropout-ms", 0, "the speaker plays nothing for this long (as while a USB speaker is gone and reopened; it reports itself down) every --speaker-dropout-every-s, the first at a --seed-chosen point (0: never)")
 	fs.Float64Var(&f.spkDropEvery, "speaker-dropout-every-s", duplex.DefaultMicDropoutEveryS, "with --speaker-dropout-ms: seconds from one dropout to the next")
 	fs.BoolVar(&f.spkDropUnreported, "speaker-dropout-unreported", false, "with --speaker-dropout-ms: the speaker does not report its dropouts (an amplifier that loses power, a mute switch)")
@@ -305,7 +306,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	for _, k := range kinds {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise, NoiseWAV: f.noiseWAV,
-			MicDropoutMS: f.micDropMS, MicDropoutEveryS: f.micDropEvery,
+			MicDropoutMS: f.micDropMS, MicDropoutEveryS: f.micDropEvery, MicDropoutReported: f.micDropReported,
 			SpeakerDropoutMS: f.spkDropMS, SpeakerDropoutEveryS: f.spkDropEvery, SpeakerDropoutUnreported: f.spkDropUnreported,
 			AEC:     k.opts,
 			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts)},
@@ -339,7 +340,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			notes = append(notes, fmt.Sprintf("%s: the reverberation guard held %d reads (room RT60 learnt from the mic: %.2f s)", k.name, r.ReverbHeld, r.RoomRT60))
 		}
 		if r.Dropouts > 0 {
-			n := fmt.Sprintf("%s: %d mic dropouts of %d ms (digital silence, every %g s)", k.name, r.Dropouts, f.micDropMS, f.micDropEvery)
+			n := fmt.Sprintf("%s: %d mic dropouts of %d ms (digital silence%s, every %g s)", k.name, r.Dropouts, f.micDropMS, map[bool]string{true: ", reported", false: ""}[f.micDropReported], f.micDropEvery)
 			if f.bargeIn {
 				n += fmt.Sprintf("; %d phrases would have fallen into one and were left out (the table counts the other %d)", r.DropoutPhrases, r.Phrases)
 			}
