@@ -78,9 +78,9 @@ type benchSource struct {
 	mic, farBuf, echoBuf []int16
 	echoTL, micTL        []int16
 	// gaps are the mic dropouts, [start, end) in mic samples, in order;
-	// spkGaps the speaker's (it plays nothing), spkDown its state.
+	// spkGaps the speaker's (it plays nothing; speaker reports it).
 	gaps, spkGaps [][2]int
-	spkDown       *bool
+	speaker       *nullSink
 	// reportLost: Lost reports whether the last Read overlapped a mic
 	// dropout (lost); else always false.
 	reportLost, lost bool
@@ -123,7 +123,7 @@ func (b *benchSource) Read(dst []int16) (int, error) {
 	blk := b.farBuf[:n]
 	b.farBlock(blk, b.spk)
 	down := overlaps(b.spkGaps, at, at+micFrame)
-	*b.spkDown = down
+	b.speaker.down = down
 	c1 := threadCPU()
 	b.out.Write(blk) // chain: the clip guard if any, the reference
 	c2 := threadCPU()

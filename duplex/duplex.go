@@ -236,11 +236,11 @@ const (
 
 // dropouts returns gaps of ms over a run of total mic samples after lead:
 // one every everyS seconds, the first at a point of the first period drawn
-// from stream of s.Seed's generator, as many as end within the run.
-func dropouts(s Scenario, ms int, everyS float64, stream uint64, lead, total int) [][2]int {
+// from stream of seed's generator, as many as end within the run.
+func dropouts(seed uint64, ms int, everyS float64, stream uint64, lead, total int) [][2]int {
 	every := int(everyS * NearRate)
 	n := ms * NearRate / 1000
-	rng := rand.New(rand.NewPCG(s.Seed, stream))
+	rng := rand.New(rand.NewPCG(seed, stream))
 	var gaps [][2]int
 	for at := lead + rng.IntN(every-n+1); at+n <= total; at += every {
 		gaps = append(gaps, [2]int{at, at + n})
@@ -333,10 +333,10 @@ func Run(s Scenario) (Result, error) {
 	var phrases []phrase
 	var gaps, spkGaps [][2]int
 	if s.MicDropoutMS > 0 {
-		gaps = dropouts(s, s.MicDropoutMS, s.MicDropoutEveryS, micDropStream, lead, total)
+		gaps = dropouts(s.Seed, s.MicDropoutMS, s.MicDropoutEveryS, micDropStream, lead, total)
 	}
 	if s.SpeakerDropoutMS > 0 {
-		spkGaps = dropouts(s, s.SpeakerDropoutMS, s.SpeakerDropoutEveryS, speakerDropStream, lead, total)
+		spkGaps = dropouts(s.Seed, s.SpeakerDropoutMS, s.SpeakerDropoutEveryS, speakerDropStream, lead, total)
 	}
 	lostPhrases := 0
 	rng := rand.New(rand.NewPCG(s.Seed, 99))
@@ -387,7 +387,7 @@ func Run(s Scenario) (Result, error) {
 		src.far, src.farStarts, src.replyLen = far, farStarts, replyLen
 	}
 	spk := &nullSink{unreported: s.SpeakerDropoutUnreported}
-	src.spkDown = &spk.down
+	src.speaker = spk
 	if s.SpeakerClock {
 		src.ratio = 1 / (1 + rc.DriftPPM*1e-6)
 		spk.lat = speakerLatency
@@ -571,12 +571,7 @@ func Run(s Scenario) (Result, error) {
 			if rel >= 0 && rel%dur(replyLen+gap) >= dur(replyLen) {
 				res.FalseAfterReply++
 			}
-			since := time.Duration(-1)
-			for _, g := range spkGaps {
-				if d := st.at - dur(g[1]); d >= 0 {
-					since = d
-				}
-			}
+			since := sinceDropout(spkGaps, st.at)
 			if since >= 0 && since <= 5*time.Second {
 				res.FalseAfterSpeakerDropout++
 			}
@@ -585,11 +580,8 @@ func Run(s Scenario) (Result, error) {
 				if since >= 0 {
 					fmt.Fprintf(os.Stderr, ", %v after a speaker dropout", since)
 				}
-				for _, g := range slices.Backward(gaps) {
-					if d := st.at - dur(g[1]); d >= 0 {
-						fmt.Fprintf(os.Stderr, ", %v after a mic dropout", d)
-						break
-					}
+				if d := sinceDropout(gaps, st.at); d >= 0 {
+					fmt.Fprintf(os.Stderr, ", %v after a mic dropout", d)
 				}
 				fmt.Fprintln(os.Stderr)
 			}
@@ -602,6 +594,17 @@ func Run(s Scenario) (Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// sinceDropout is the time from the end of the last of gaps (in order)
+// that ended by at to at; -1 if none did.
+func sinceDropout(gaps [][2]int, at time.Duration) time.Duration {
+	for _, g := range slices.Backward(gaps) {
+		if d := at - dur(g[1]); d >= 0 {
+			return d
+		}
+	}
+	return -1
 }
 
 // debugPhrase prints a phrase clipped or missed (onset: its detection delay,

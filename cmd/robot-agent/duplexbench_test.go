@@ -217,7 +217,6 @@ func TestDuplexBenchSpeakerDropouts(t *testing.T) {
 			e += float64(v) * float64(v)
 		}
 		if e < 160*33*33 { // -60 dBFS
-
 			run++
 			continue
 		}
