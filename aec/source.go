@@ -88,7 +88,18 @@ type SourceConfig struct {
 	// reply's last words). Nothing changes until the room is learnt, nor
 	// in a room whose reverberation is under the noise. 0: off.
 	ReverbGuardMS int
+	// SilentSpeaker: tell from the mic when the speaker plays nothing
+	// although its device says it plays (an amplifier without power, a
+	// mute switch), and give the canceller silence as the far end
+	// meanwhile, as the Tap does while the sink reports its device down
+	// (see silentSpeaker).
+	SilentSpeaker bool
 }
+
+// DefaultSilentSpeaker is the agent's measured default for
+// SourceConfig.SilentSpeaker (duplex.silent_speaker; docs/benchmarks.md,
+// "A speaker that goes quiet without saying so").
+const DefaultSilentSpeaker = true
 
 // DefaultReverbGuard is the agent's measured default for the reverberation
 // guard (duplex.reverb_guard; docs/benchmarks.md, "The reverberation
@@ -232,6 +243,7 @@ type Source struct {
 	cfg SourceConfig
 
 	far, farRaw, out []int16
+	farEcho          []int16 // SilentSpeaker: the far end at the estimated delay
 	next             int64   // reference index of the next mic sample (integer part)
 	frac             float64 // its fractional part (drift compensation)
 	ratio            float64 // far-end samples per mic sample (1 without compensation)
@@ -300,6 +312,13 @@ type Source struct {
 	dropouts, seenDropouts int
 	lostReads              atomic.Int64
 	srcLost                lostReporter // src's, if it has one
+	// A speaker that plays nothing although its device says it plays
+	// (SilentSpeaker): the detector, whether it found the speaker back
+	// (for the disturbance guard), the reads it held, its episodes.
+	sil        silentSpeaker
+	silentBack bool
+	silentHeld atomic.Int64
+	silents    atomic.Int64
 }
 
 // capturedEnder is an optional capability of a source: the clock.Mono time
@@ -330,7 +349,7 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 		cfg.NoiseGuardDB = DefaultNoiseGuardDB
 	}
 	s := &Source{src: src, ref: ref, c: c, clk: clk, cfg: cfg,
-		far: make([]int16, FrameSamples), farRaw: make([]int16, FrameSamples), out: make([]int16, FrameSamples)}
+		far: make([]int16, FrameSamples), farRaw: make([]int16, FrameSamples), farEcho: make([]int16, FrameSamples), out: make([]int16, FrameSamples)}
 	s.lat, _ = hw.FindSource[hw.LatencyReporter](src)
 	s.cap, _ = hw.FindSource[capturedEnder](src)
 	s.srcLost, _ = hw.FindSource[lostReporter](src)
@@ -471,12 +490,16 @@ func (s *Source) Read(dst []int16) (int, error) {
 	if s.rv != nil && s.haveNoise {
 		rvNoise = s.noiseEnergy(FrameSamples)
 	}
-	clippedEnd := -1 // end of the last mic frame of this read that clipped
-	clipped := 0     // mic frames of this read that clipped
-	refLate := false // the reference lacked audio the speaker was handed (Reference.behind)
+	// While the speaker is taken for silent (SilentSpeaker) the far end
+	// is silence to the canceller and everything that learns from it.
+	fed := !s.cfg.SilentSpeaker || s.sil.feedFar()
+	var eFarEcho float64 // the far end the mic's echo is of (the estimated delay before it), fed or not
+	clippedEnd := -1     // end of the last mic frame of this read that clipped
+	clipped := 0         // mic frames of this read that clipped
+	refLate := false     // the reference lacked audio the speaker was handed (Reference.behind)
 	for off := 0; off+FrameSamples <= n; off += FrameSamples {
 		near := dst[off : off+FrameSamples]
-		if s.est != nil {
+		if s.est != nil && fed {
 			s.ref.readAt(s.farRaw, s.next)
 			s.est.Push(s.farRaw, near)
 			if d, ok := s.est.Delay(); ok {
@@ -509,9 +532,21 @@ func (s *Source) Read(dst []int16) (int, error) {
 			if d, ok := s.delayHint(); ok {
 				hint = d - s.bulk
 			}
-			s.drift.push(s.far, near, float64(s.next-int64(s.bulk))+s.frac, s.ratio, hint)
+			if fed {
+				s.drift.push(s.far, near, float64(s.next-int64(s.bulk))+s.frac, s.ratio, hint)
+			}
 		} else {
 			s.ref.readAt(s.far, s.next-int64(s.bulk))
+		}
+		if s.cfg.SilentSpeaker {
+			// The canceller's far end leads the echo by its margin; the
+			// silent-speaker detector compares the mic with what it
+			// holds the echo of.
+			s.ref.readAt(s.farEcho, s.next-s.delaySamples.Load())
+			eFarEcho += energy(s.farEcho)
+		}
+		if !fed {
+			clear(s.far)
 		}
 		if saturated(near) {
 			clippedEnd = off + FrameSamples
@@ -556,6 +591,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		}
 		s.advance()
 	}
+	silHold := s.silentSpeaker(n, eMic, eFarEcho, eOut, fed)
 	s.farPlays(n, eFar)
 	// The double-talk threshold: DoubleTalkDB, or the canceller's typical
 	// echo reduction while the far end plays minus GuardMarginDB when that
@@ -597,14 +633,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 	// on 20 ms reads), so the user's speech between replies barely lifts it.
 	outDB := 10*math.Log10(eOut/float64(n)+1e-3) - fullScaleDB
 	if s.farHang == 0 {
-		switch {
-		case !s.haveNoise:
-			s.noiseDB, s.haveNoise = outDB, true
-		case outDB < s.noiseDB:
-			s.noiseDB -= min(noiseDownDB*float64(n)/frame20, s.noiseDB-outDB)
-		default:
-			s.noiseDB += min(noiseUpDB*float64(n)/frame20, outDB-s.noiseDB)
-		}
+		trackFloor(&s.noiseDB, &s.haveNoise, outDB, n)
 		if outDB < s.noiseDB+noiseMeanGateDB {
 			// The noise's mean energy, from the reads near the floor
 			// (not the user's speech between replies): see linearNoise.
@@ -760,6 +789,14 @@ func (s *Source) Read(dst []int16) (int, error) {
 		echo = true
 		s.refLate.Add(1)
 	}
+	if silHold && !echo {
+		// A read the silent-speaker detector holds: no echo where the
+		// learned path predicts a loud one (so no user either), or one
+		// that may hold the echo before the canceller was given its far
+		// end again.
+		echo = true
+		s.silentHeld.Add(1)
+	}
 	s.echoOnly.Store(s.cfg.DoubleTalkDB > 0 && (echo || startEcho || noiseOnly))
 	if s.lin != nil {
 		s.onsetUse = s.farHang > 0 && reductionDB(eMic, eDec) < onsetRoomDB
@@ -839,6 +876,29 @@ func (s *Source) farPlays(n int, eFar float64) {
 		s.farHang = max(s.farHang-n, 0)
 	}
 }
+
+// silentSpeaker runs the silent-speaker detector (SilentSpeaker) on a read
+// of n samples (mic, reference far end and output energies; fed: the
+// canceller was given the far end) and reports whether it holds the read.
+func (s *Source) silentSpeaker(n int, eMic, eFar, eOut float64, fed bool) bool {
+	if !s.cfg.SilentSpeaker {
+		return false
+	}
+	hold, back := s.sil.push(n, eMic, eFar, s.echoReads >= convergedReads, s.farHang == 0)
+	if back {
+		s.silentBack = true
+	}
+	s.silents.Store(int64(s.sil.episodes))
+	return hold
+}
+
+// SilentSpeakers counts the times the speaker was taken for silent
+// (SilentSpeaker). Any goroutine.
+func (s *Source) SilentSpeakers() int64 { return s.silents.Load() }
+
+// SilentHeld counts the reads the silent-speaker detector held that the
+// other tests let through. Any goroutine.
+func (s *Source) SilentHeld() int64 { return s.silentHeld.Load() }
 
 // lostReporter is capture.LostReporter: a source that says when a Read
 // returned a stand-in for audio the device did not capture.
@@ -1110,6 +1170,10 @@ func (s *Source) disturbance(n int, eFar float64, farNow, reduced bool) bool {
 		s.seenJumps = j
 		start(disturbGuard)
 	}
+	if s.silentBack {
+		s.silentBack = false
+		start(disturbGuard)
+	}
 	if s.dropouts != s.seenDropouts {
 		s.seenDropouts = s.dropouts
 		start(disturbGuard)
@@ -1309,6 +1373,20 @@ func (s *Source) linearNoise(n int) float64 {
 		return s.noiseMean * float64(n)
 	}
 	return s.noiseEnergy(n)
+}
+
+// trackFloor moves a 10th-percentile level tracker (dBFS; have: it has a
+// value) towards db, the level of a read of n samples: down noiseDownDB
+// and up noiseUpDB per 20 ms.
+func trackFloor(floor *float64, have *bool, db float64, n int) {
+	switch {
+	case !*have:
+		*floor, *have = db, true
+	case db < *floor:
+		*floor -= min(noiseDownDB*float64(n)/frame20, *floor-db)
+	default:
+		*floor += min(noiseUpDB*float64(n)/frame20, db-*floor)
+	}
 }
 
 // explains reports whether an echo path erl (mic/far energy ratio; 0:

@@ -56,7 +56,7 @@ func testTapAndSourceDoNotAllocate(t *testing.T, o Options, dc bool) {
 			t.Fatal(err)
 		}
 		tap := NewTap(nullSpk{}, ref, clk)
-		src := NewSource(fakeMic{clk}, ref, c, clk, SourceConfig{DriftCompensation: dc, GuardMarginDB: 10, LinearGuardDB: 10})
+		src := NewSource(fakeMic{clk}, ref, c, clk, SourceConfig{DriftCompensation: dc, GuardMarginDB: 10, LinearGuardDB: 10, SilentSpeaker: true})
 		if dc {
 			src.ratio = 1 - 100e-6 // the fractional reader runs
 		}
