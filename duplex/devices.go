@@ -81,6 +81,7 @@ type benchSource struct {
 	// spkGaps the speaker's (it plays nothing; speaker reports it).
 	gaps, spkGaps [][2]int
 	speaker       *nullSink
+	spkAtten      float64 // > 0: in spkGaps the speaker plays at this gain instead of nothing
 	// reportLost: Lost reports whether the last Read overlapped a mic
 	// dropout (lost); else always false.
 	reportLost, lost bool
@@ -128,7 +129,12 @@ func (b *benchSource) Read(dst []int16) (int, error) {
 	b.out.Write(blk) // chain: the clip guard if any, the reference
 	c2 := threadCPU()
 	played := b.dev.last // what reached the device
-	if down {
+	switch {
+	case down && b.spkAtten > 0:
+		for i, v := range played { // a volume turned down
+			played[i] = int16(float64(v) * b.spkAtten)
+		}
+	case down:
 		clear(played) // the device is gone: nothing plays
 	}
 	spk16 := b.spk*NearRate/FarRate + b.lead

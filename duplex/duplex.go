@@ -107,6 +107,11 @@ type Scenario struct {
 	SpeakerDropoutMS         int
 	SpeakerDropoutEveryS     float64
 	SpeakerDropoutUnreported bool
+	// SpeakerDropoutAttenDB > 0: in the dropouts the speaker plays this
+	// many dB quieter instead of nothing, still reporting itself up (a
+	// volume turned down and back up); it implies
+	// SpeakerDropoutUnreported.
+	SpeakerDropoutAttenDB float64
 	// Seed for the barge-in positions.
 	Seed uint64
 	// Uplink, if non-nil, receives the uplink audio (16 kHz mono): every
@@ -159,16 +164,20 @@ type Result struct {
 	// (SpeakerDropoutMS), and FalseAfterSpeakerDropout the false
 	// barge-ins that started within 5 s after one ended.
 	SpeakerDropouts, FalseAfterSpeakerDropout int
-	CPUPerSecond                              time.Duration // chain CPU per second of audio
-	DelayEstimate                             time.Duration
-	DelayShifts                               int64
-	DriftPPM                                  float64       // clock offset compensated at the end (aec.Source.DriftPPM)
-	GuardDB                                   float64       // the onset guard's double-talk threshold at the end
-	ChainDelay                                time.Duration // near end's delay through the chain (from the double-talk correlation)
-	EchoClips                                 int64         // mic frames the robot's echo clipped (aec.Source.EchoClips)
-	ReverbHeld                                int64         // reads the reverberation guard held (aec.Source.ReverbHeld)
-	RoomRT60                                  float64       // the reverberation time it learnt (s; 0: off or unknown)
-	ClipBackoffDB                             float64       // how far the clip guard lowered the voice at the end (0: off or never)
+	// SilentSpeakers is how many times the canceller took the speaker
+	// for silent (aec.Source.SilentSpeakers), SilentHeld the reads that
+	// held.
+	SilentSpeakers, SilentHeld int64
+	CPUPerSecond               time.Duration // chain CPU per second of audio
+	DelayEstimate              time.Duration
+	DelayShifts                int64
+	DriftPPM                   float64       // clock offset compensated at the end (aec.Source.DriftPPM)
+	GuardDB                    float64       // the onset guard's double-talk threshold at the end
+	ChainDelay                 time.Duration // near end's delay through the chain (from the double-talk correlation)
+	EchoClips                  int64         // mic frames the robot's echo clipped (aec.Source.EchoClips)
+	ReverbHeld                 int64         // reads the reverberation guard held (aec.Source.ReverbHeld)
+	RoomRT60                   float64       // the reverberation time it learnt (s; 0: off or unknown)
+	ClipBackoffDB              float64       // how far the clip guard lowered the voice at the end (0: off or never)
 }
 
 // OnsetPercentile returns the p-th percentile (0..100) of onset delays, or
@@ -281,6 +290,9 @@ func Run(s Scenario) (Result, error) {
 	if s.SpeakerDropoutEveryS == 0 {
 		s.SpeakerDropoutEveryS = DefaultMicDropoutEveryS
 	}
+	if s.SpeakerDropoutAttenDB < 0 || math.IsNaN(s.SpeakerDropoutAttenDB) {
+		return Result{}, fmt.Errorf("%w: speaker dropout attenuation %g dB: want 0 (nothing plays) or more", ErrScenario, s.SpeakerDropoutAttenDB)
+	}
 	if s.SpeakerDropoutMS < 0 || s.SpeakerDropoutMS > 0 && !(float64(s.SpeakerDropoutMS) < s.SpeakerDropoutEveryS*1000) {
 		return Result{}, fmt.Errorf("%w: speaker dropout of %d ms every %g s: want 0, or a length shorter than the period", ErrScenario, s.SpeakerDropoutMS, s.SpeakerDropoutEveryS)
 	}
@@ -383,10 +395,13 @@ func Run(s Scenario) (Result, error) {
 		mic: make([]int16, micFrame), farBuf: make([]int16, 2*farFrame), echoBuf: make([]int16, micFrame), ratio: 1,
 		echoTL: make([]int16, total), micTL: make([]int16, total), t0: clk.Mono()}
 	src.gaps, src.spkGaps, src.reportLost = gaps, spkGaps, s.MicDropoutReported
+	if s.SpeakerDropoutAttenDB > 0 {
+		src.spkAtten = math.Pow(10, -s.SpeakerDropoutAttenDB/20)
+	}
 	if !s.NoFar {
 		src.far, src.farStarts, src.replyLen = far, farStarts, replyLen
 	}
-	spk := &nullSink{unreported: s.SpeakerDropoutUnreported}
+	spk := &nullSink{unreported: s.SpeakerDropoutUnreported || s.SpeakerDropoutAttenDB > 0}
 	src.speaker = spk
 	if s.SpeakerClock {
 		src.ratio = 1 / (1 + rc.DriftPPM*1e-6)
@@ -536,6 +551,7 @@ func Run(s Scenario) (Result, error) {
 	res.Phrases = len(phrases)
 	res.Dropouts, res.DropoutPhrases = len(gaps), lostPhrases
 	res.SpeakerDropouts = len(spkGaps)
+	res.SilentSpeakers, res.SilentHeld = asrc.SilentSpeakers(), asrc.SilentHeld()
 	hang := time.Duration(pump.Config().VAD.HangoverMS) * time.Millisecond
 	used := make([]bool, len(phrases))
 	for _, st := range sink.starts {

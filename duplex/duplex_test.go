@@ -378,25 +378,29 @@ func quietDefaultRoom(t *testing.T, replies int) Scenario {
 // robot does not interrupt itself when its voice comes back. The same
 // dropouts unreported (an amplifier that loses power) give the cancellers
 // the far end without its echo: they must show the problem, else the scene
-// proves nothing.
+// proves nothing; with the silent-speaker detector (SilentSpeaker) the
+// mic tells, and the robot does not interrupt itself either.
 func TestSpeakerDropoutsDoNotMakeTheRobotInterruptItself(t *testing.T) {
 	s := quietDefaultRoom(t, 8)
 	s.SpeakerDropoutMS, s.SpeakerDropoutEveryS = 2000, 7
-	for _, unreported := range []bool{false, true} {
-		s.SpeakerDropoutUnreported = unreported
+	for _, tc := range []struct{ unreported, detector bool }{{false, false}, {true, false}, {true, true}} {
+		s.SpeakerDropoutUnreported, s.Align.SilentSpeaker = tc.unreported, tc.detector
 		r, err := Run(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("unreported %v: %d speaker dropouts, %d false barge-ins in %d replies (%d within 5 s after a dropout)", unreported, r.SpeakerDropouts, r.FalseBargeIns, s.Replies, r.FalseAfterSpeakerDropout)
+		t.Logf("unreported %v, detector %v: %d speaker dropouts, %d false barge-ins in %d replies (%d within 5 s after a dropout); taken for silent %d times",
+			tc.unreported, tc.detector, r.SpeakerDropouts, r.FalseBargeIns, s.Replies, r.FalseAfterSpeakerDropout, r.SilentSpeakers)
 		if r.SpeakerDropouts < 5 {
 			t.Fatalf("%d speaker dropouts, want at least 5 (one every 7 s)", r.SpeakerDropouts)
 		}
-		if !unreported && r.FalseBargeIns != 0 {
+		switch {
+		case !tc.unreported && r.FalseBargeIns != 0:
 			t.Errorf("reported dropouts: %d false barge-ins in %d replies, want 0", r.FalseBargeIns, s.Replies)
-		}
-		if unreported && r.FalseAfterSpeakerDropout == 0 {
+		case tc.unreported && !tc.detector && r.FalseAfterSpeakerDropout == 0:
 			t.Errorf("unreported dropouts: no false barge-in after one: the scene does not show what the report prevents")
+		case tc.detector && (r.FalseBargeIns != 0 || r.SilentSpeakers < int64(r.SpeakerDropouts)):
+			t.Errorf("unreported dropouts, silent-speaker detector: %d false barge-ins in %d replies (want 0), taken for silent %d times in %d dropouts", r.FalseBargeIns, s.Replies, r.SilentSpeakers, r.SpeakerDropouts)
 		}
 	}
 }

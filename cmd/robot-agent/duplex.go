@@ -62,6 +62,7 @@ type duplexConfig struct {
 	NoiseGuardDB     float64     `yaml:"noise_guard_db"`
 	LinearGuardDB    float64     `yaml:"linear_guard_db"`
 	ReverbGuard      bool        `yaml:"reverb_guard"`
+	SilentSpeaker    bool        `yaml:"silent_speaker"`
 	DriftComp        bool        `yaml:"drift_compensation"`
 	Uplink           string      `yaml:"uplink"`
 	WebRTCDelay      string      `yaml:"webrtc_delay"`
@@ -114,7 +115,7 @@ func (c duckConfig) config() duck.Config {
 
 func defaultDuplex() duplexConfig {
 	return duplexConfig{AEC: aecAuto, Suppression: aec.DefaultSuppression, DoubleTalkDB: aec.DefaultDoubleTalkDB,
-		GuardMarginDB: aec.DefaultGuardMarginDB, NoiseGuardDB: aec.DefaultNoiseGuardDB, LinearGuardDB: aec.DefaultLinearGuardDB, ReverbGuard: aec.DefaultReverbGuard, DriftComp: aec.DefaultDriftCompensation, WebRTCDelay: aec.DefaultDelay,
+		GuardMarginDB: aec.DefaultGuardMarginDB, NoiseGuardDB: aec.DefaultNoiseGuardDB, LinearGuardDB: aec.DefaultLinearGuardDB, ReverbGuard: aec.DefaultReverbGuard, SilentSpeaker: aec.DefaultSilentSpeaker, DriftComp: aec.DefaultDriftCompensation, WebRTCDelay: aec.DefaultDelay,
 		Uplink:     aecAuto,
 		MaxDelayMS: 400, SimEcho: "moderate", SimRoom: room.Moderate(),
 		Duck: duckConfig{Enabled: defaultDuckEnabled, DepthDB: duck.DefaultDepthDB, HoldMS: int(duck.DefaultHold / time.Millisecond),
@@ -317,11 +318,11 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	a.closers = append(a.closers, c.Close)
 	a.aecTap = aec.NewTap(a.speaker, ref, a.clk)
 	a.speaker = a.aecTap
-	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB, DriftCompensation: d.DriftComp, NoiseGuardDB: d.noiseGuard(), LinearGuardDB: d.LinearGuardDB, ReverbGuardMS: d.reverbGuard(opts)})
+	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB, DriftCompensation: d.DriftComp, NoiseGuardDB: d.noiseGuard(), LinearGuardDB: d.LinearGuardDB, ReverbGuardMS: d.reverbGuard(opts), SilentSpeaker: d.SilentSpeaker})
 	a.mic = src
 	a.aecRef, a.aecSrc = ref, src
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
-		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB, "noise_guard_db", d.NoiseGuardDB, "linear_guard_db", d.LinearGuardDB, "reverb_guard", d.ReverbGuard, "tail_ms", d.TailMS, "uplink", up)
+		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB, "noise_guard_db", d.NoiseGuardDB, "linear_guard_db", d.LinearGuardDB, "reverb_guard", d.ReverbGuard, "silent_speaker", d.SilentSpeaker, "tail_ms", d.TailMS, "uplink", up)
 	if d.ClipGuard.Enabled {
 		// Above the tap, like the duck: the reference is what the device
 		// plays, lowered or not.

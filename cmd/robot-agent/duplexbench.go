@@ -65,13 +65,14 @@ Flags:
 `
 
 type duplexFlags struct {
-	far, near, out, aecKinds, noise, noiseWAV, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, irOut, webrtcDelay, uplink string
-	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                                    int
-	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, vadFastOnset, spkDropUnreported, micDropReported         bool
-	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                                       string
-	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup, micDropMS, spkDropMS                                                       int
-	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient, micDropEvery, spkDropEvery                                               float64
-	rc                                                                                                                                 room.Config
+	far, near, out, aecKinds, noise, noiseWAV, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, irOut, webrtcDelay, uplink        string
+	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                                           int
+	spkDropAtten                                                                                                                              float64
+	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, silentSpeaker, vadFastOnset, spkDropUnreported, micDropReported bool
+	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                                              string
+	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup, micDropMS, spkDropMS                                                              int
+	ser, snr, farDB, dtDB, guardDB, linGuardDB, vadTransient, micDropEvery, spkDropEvery                                                      float64
+	rc                                                                                                                                        room.Config
 }
 
 // aecVariant is one --aec entry: a kind with optional ":"-separated
@@ -85,6 +86,7 @@ type aecVariant struct {
 	nf    float64
 	lg    float64
 	rg    bool
+	ss    bool
 }
 
 func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
@@ -93,7 +95,7 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 	if up == "auto" {
 		up = aec.BestUplink(parts[0])
 	}
-	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay, Uplink: up}, mgn: f.marginMS, guard: f.guardDB, lg: f.linGuardDB, dc: f.driftComp, rg: f.reverbGuard}
+	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay, Uplink: up}, mgn: f.marginMS, guard: f.guardDB, lg: f.linGuardDB, dc: f.driftComp, rg: f.reverbGuard, ss: f.silentSpeaker}
 	if !slices.Contains(aec.Kinds, parts[0]) {
 		return v, fmt.Errorf("--aec %q is not one of %v", parts[0], aec.Kinds)
 	}
@@ -105,6 +107,8 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 			v.dc = p == "dc"
 		case p == "rg" || p == "norg":
 			v.rg = p == "rg"
+		case p == "ss" || p == "noss":
+			v.ss = p == "ss"
 		case strings.HasPrefix(p, "g") && func() bool { _, err := fmt.Sscanf(p, "g%g", &g); return err == nil }():
 			v.guard = g
 		case p == "low" || p == "moderate" || p == "high":
@@ -130,7 +134,7 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 		case strings.HasPrefix(p, "m") && func() bool { _, err := fmt.Sscanf(p, "m%d", &ms); return err == nil }():
 			v.mgn = ms
 		default:
-			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>, g<guard margin dB>, nf<noise guard dB>, lg<linear guard dB, 0 off>, canc, lin, lingate, dc, nodc, rg, norg)", spec, p)
+			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>, g<guard margin dB>, nf<noise guard dB>, lg<linear guard dB, 0 off>, canc, lin, lingate, dc, nodc, rg, norg, ss, noss)", spec, p)
 		}
 	}
 	return v, v.opts.Validate()
@@ -144,7 +148,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.far, "far", "", "far-end WAV (the robot's reply; any rate, channels mixed, integer or float samples)")
 	fs.StringVar(&f.near, "near", "", "near-end WAV (the user's phrase)")
 	fs.StringVar(&f.out, "out", "", "write the uplink (what the pump delivered, 16 kHz) to this WAV; with several --aec, NAME-<kind>.wav")
-	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off, rg/norg = the reverberation guard on/off (--reverb-guard), nf6 = noise guard margin in dB, nf-1 = off, lg10 = the linear guard's margin in dB (--linear-guard-db; lg0 = off), canc/lin/lingate = the uplink (default: the agent's, --uplink): the canceller's output, a linear filter's, the guard and VAD judge the canceller's, lingate = that output only while the guard finds the user, the canceller's otherwise)")
+	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off, rg/norg = the reverberation guard on/off (--reverb-guard), ss/noss = the silent-speaker detector on/off (--silent-speaker), nf6 = noise guard margin in dB, nf-1 = off, lg10 = the linear guard's margin in dB (--linear-guard-db; lg0 = off), canc/lin/lingate = the uplink (default: the agent's, --uplink): the canceller's output, a linear filter's, the guard and VAD judge the canceller's, lingate = that output only while the guard finds the user, the canceller's otherwise)")
 	fs.StringVar(&f.webrtcDelay, "webrtc-delay", aec.DefaultDelay, "webrtc delay handling: estimator (the agent's delay estimator only) or agnostic (plus the APM's delay-agnostic mode)")
 	fs.IntVar(&f.marginMS, "margin-ms", 0, "far-end lead over the estimated delay (0: the canceller's own, webrtc 48, speex 8)")
 	fs.Float64Var(&f.linGuardDB, "linear-guard-db", aec.DefaultLinearGuardDB, "linear guard (dual-path uplinks): a read whose linear-filter reduction falls this far below its running median counts as the user; 0: off (the agent's duplex.linear_guard_db)")
@@ -152,6 +156,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.driftComp, "drift-comp", aec.DefaultDriftCompensation, "estimate the speaker/mic clock offset from the echo and resample the far end to the mic's clock")
 	fs.StringVar(&f.uplink, "uplink", "auto", "what goes up: canceller, linear, linear-gated (a speex linear filter beside the canceller), auto = the agent's default for each canceller")
 	fs.BoolVar(&f.speakerClock, "speaker-clock", false, "the agent's clock is the speaker's (the far end is written at the speaker's pace, 80 ms ahead) rather than the mic's; on unless set for a negative --drift-ppm (a slower mic: on its clock the echo overtakes the far end written within a minute or two)")
+	fs.BoolVar(&f.silentSpeaker, "silent-speaker", aec.DefaultSilentSpeaker, "silent-speaker detector: while the mic hears nothing of the robot's voice where the learned echo path predicts it loud (an amplifier without power, a mute switch), the canceller is given silence as the far end (the agent's duplex.silent_speaker; per variant :ss / :noss)")
 	fs.BoolVar(&f.reverbGuard, "reverb-guard", aec.DefaultReverbGuard, "reverberation guard: a read holding no more than the room's predicted late reverberation starts no utterance while the robot speaks (the agent's duplex.reverb_guard; per variant :rg / :norg)")
 	fs.BoolVar(&f.clipGuard, "clip-guard", defaultClipGuardEnabled, "lower the robot's voice while its echo clips the mic, in 3 dB steps (the agent's duplex.clip_guard; its defaults)")
 	fs.BoolVar(&f.ns, "ns", false, "turn on the canceller library's noise suppressor")
@@ -171,6 +176,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.spkDropMS, "speaker-dropout-ms", 0, "the speaker plays nothing for this long (as while a USB speaker is gone and reopened; it reports itself down) every --speaker-dropout-every-s, the first at a --seed-chosen point (0: never)")
 	fs.Float64Var(&f.spkDropEvery, "speaker-dropout-every-s", duplex.DefaultMicDropoutEveryS, "with --speaker-dropout-ms: seconds from one dropout to the next")
 	fs.BoolVar(&f.spkDropUnreported, "speaker-dropout-unreported", false, "with --speaker-dropout-ms: the speaker does not report its dropouts (an amplifier that loses power, a mute switch)")
+	fs.Float64Var(&f.spkDropAtten, "speaker-dropout-atten-db", 0, "with --speaker-dropout-ms: in the dropouts the speaker plays this many dB quieter instead of nothing, reporting itself up (a volume turned down and back up; 0: nothing plays)")
 	fs.Float64Var(&f.farDB, "far-dbfs", -20, "active level of the far end as played")
 	fs.Float64Var(&f.rc.DelayMS, "delay-ms", 60, "echo delay beyond the device latencies")
 	fs.Float64Var(&f.rc.EchoGainDB, "echo-gain-db", 0, "echo level relative to the played level (-ERL)")
@@ -259,6 +265,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --speaker-dropout-ms %d every --speaker-dropout-every-s %g: want a length from 0 up to less than the period\n", f.spkDropMS, f.spkDropEvery)
 		return 2
 	}
+	if f.spkDropAtten < 0 || math.IsNaN(f.spkDropAtten) {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --speaker-dropout-atten-db %g: want 0 (nothing plays) or more\n", f.spkDropAtten)
+		return 2
+	}
 	if f.vadGradual > 1000 {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --vad-gradual-ms %d out of range: at most 1000 (negative: off)\n", f.vadGradual)
 		return 2
@@ -307,9 +317,9 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise, NoiseWAV: f.noiseWAV,
 			MicDropoutMS: f.micDropMS, MicDropoutEveryS: f.micDropEvery, MicDropoutReported: f.micDropReported,
-			SpeakerDropoutMS: f.spkDropMS, SpeakerDropoutEveryS: f.spkDropEvery, SpeakerDropoutUnreported: f.spkDropUnreported,
+			SpeakerDropoutMS: f.spkDropMS, SpeakerDropoutEveryS: f.spkDropEvery, SpeakerDropoutUnreported: f.spkDropUnreported, SpeakerDropoutAttenDB: f.spkDropAtten,
 			AEC:     k.opts,
-			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts)},
+			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts), SilentSpeaker: k.ss},
 			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual, FastOnset: f.vadFastOnset}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
 		if f.clipGuard {
 			sc.ClipGuard = &clipguard.Config{}
@@ -347,8 +357,15 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			notes = append(notes, n)
 		}
 		if r.SpeakerDropouts > 0 {
+			how := map[bool]string{false: "reported", true: "not reported"}[f.spkDropUnreported]
+			if f.spkDropAtten > 0 {
+				how = fmt.Sprintf("%g dB quieter, not reported", f.spkDropAtten)
+			}
 			notes = append(notes, fmt.Sprintf("%s: %d speaker dropouts of %d ms (%s, every %g s); %d of the false barge-ins started within 5 s after one", k.name, r.SpeakerDropouts, f.spkDropMS,
-				map[bool]string{false: "reported", true: "not reported"}[f.spkDropUnreported], f.spkDropEvery, r.FalseAfterSpeakerDropout))
+				how, f.spkDropEvery, r.FalseAfterSpeakerDropout))
+		}
+		if r.SilentSpeakers > 0 {
+			notes = append(notes, fmt.Sprintf("%s: the canceller took the speaker for silent %d time(s) (%d reads held)", k.name, r.SilentSpeakers, r.SilentHeld))
 		}
 		if r.FalseAfterReply > 0 {
 			notes = append(notes, fmt.Sprintf("%s: %d of the false barge-ins started after a reply had ended (its echo's tail)", k.name, r.FalseAfterReply))

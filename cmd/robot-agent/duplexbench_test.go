@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,6 +52,7 @@ func TestDuplexBenchStartupFailures(t *testing.T) {
 		{[]string{"--speaker-dropout-ms", "20000"}, "--speaker-dropout-ms 20000 every --speaker-dropout-every-s 20: want a length from 0 up to less than the period"},
 		{[]string{"--speaker-dropout-ms", "100", "--speaker-dropout-every-s", "-2"}, "--speaker-dropout-ms 100 every --speaker-dropout-every-s -2"},
 		{[]string{"--speaker-dropout-ms", "-1"}, "--speaker-dropout-ms -1"},
+		{[]string{"--speaker-dropout-ms", "100", "--speaker-dropout-atten-db", "-3"}, "--speaker-dropout-atten-db -3: want 0 (nothing plays) or more"},
 	} {
 		code, _, errs := runCLI(append([]string{"duplex-bench"}, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(errs), "\n")
@@ -479,5 +481,45 @@ func TestNoiseNoteFindsTheLoudestSound(t *testing.T) {
 	}
 	if note, _ := noiseNote(p, 5); !strings.HasSuffix(note, "; 60 ms of it digital silence, from 0.50 s: a mic dropout at every loop") {
 		t.Errorf("note %q: want the 60 ms of zeros at 0.50 s named", note)
+	}
+}
+
+// --speaker-dropout-atten-db: in the dropouts the speaker plays that many
+// dB quieter instead of nothing (a volume turned down and back up), and
+// the note says so: with a steady tone as the reply in a dry room and no
+// canceller, the uplink's level in the dropouts is that far under the
+// rest.
+func TestDuplexBenchSpeakerDropoutAttenuation(t *testing.T) {
+	dir := t.TempDir()
+	far, out := filepath.Join(dir, "tone.wav"), filepath.Join(dir, "up.wav")
+	writeTone(t, far, 24000, 1, 440, 5, 0.3)
+	code, stdout, errs := runCLI("duplex-bench", "--replies", "3", "--gap-ms", "0", "--rt60", "0", "--far", far, "--aec", "none", "--mode", "continuous",
+		"--speaker-dropout-ms", "500", "--speaker-dropout-every-s", "3", "--speaker-dropout-atten-db", "20", "--out", out)
+	if code != 0 || !regexp.MustCompile(`none: \d+ speaker dropouts of 500 ms \(20 dB quieter, not reported, every 3 s\)`).MatchString(stdout) {
+		t.Fatalf("exit %d, stderr %q, no dropout note in\n%s", code, errs, stdout)
+	}
+	a, err := wav.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Levels of 10 ms blocks after the bench's 1 s lead, until the tone ends.
+	s := a.Mono()
+	var levels []float64
+	for b := 110; (b+1)*160 <= len(s) && b < 1400; b++ {
+		var e float64
+		for _, v := range s[b*160 : (b+1)*160] {
+			e += float64(v) * float64(v)
+		}
+		levels = append(levels, 10*math.Log10(e/160+1e-9))
+	}
+	hi, lo := slices.Max(levels), slices.Min(levels)
+	var quiet int
+	for _, l := range levels {
+		if math.Abs(l-(hi-20)) < 1.5 {
+			quiet++
+		}
+	}
+	if hi-lo < 18 || hi-lo > 22 || quiet < 4*45 {
+		t.Errorf("uplink levels from %.1f to %.1f dB, %d blocks 20 dB under the loudest; want a 20 dB range and at least 4 dropouts of 500 ms there", lo, hi, quiet)
 	}
 }

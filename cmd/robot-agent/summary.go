@@ -55,6 +55,9 @@ func (a *agent) writeSummary(w io.Writer) {
 		if n := a.aecSrc.RefLate(); n > 0 {
 			fmt.Fprintf(w, "  speaker:   %d mic read(s) held as the robot's echo: the speaker had been handed audio the echo canceller's reference did not hold yet (its writer ran late: a loaded machine)\n", n)
 		}
+		if n := a.aecSrc.SilentSpeakers(); n > 0 {
+			fmt.Fprintf(w, "  speaker:   the mic heard nothing of the robot's voice %d time(s) although the output device played (an amplifier without power, a mute switch, a cable out?); the echo canceller took the speaker for silent meanwhile (duplex.silent_speaker)\n", n)
+		}
 		if rt := a.aecSrc.RoomRT60(); rt > 0 {
 			fmt.Fprintf(w, "  room:      reverberation time %.2f s learnt from the mic; %d read(s) of the robot's own late reverberation kept from starting an utterance (duplex.reverb_guard)\n",
 				rt, a.aecSrc.ReverbHeld())
