@@ -135,9 +135,6 @@ const silentTailMS = 400
 // a room without noise, none with this hold).
 const silentAfterMS = 3000
 
-// silentNoiseStep: the noise mean's step per 20 ms read.
-const silentNoiseStep = 0.02
-
 // feedFar reports whether the canceller is given the far end in the next
 // read: not while the speaker is silent.
 func (d *silentSpeaker) feedFar() bool { return !d.on || d.trial }
@@ -153,7 +150,7 @@ func (d *silentSpeaker) push(n int, eMic, eFar float64, converged, quiet bool) (
 	if quiet {
 		d.learnNoise(n, eMic)
 	}
-	d.peak = max(eFar/float64(n), d.peak*math.Exp2(-float64(n)*1000/(farPeakHalfLife*Rate)))
+	d.peak = decayPeak(d.peak, eFar, n)
 	if !converged || !d.haveFloor {
 		return false, false
 	}
@@ -193,14 +190,7 @@ func (d *silentSpeaker) push(n int, eMic, eFar float64, converged, quiet bool) (
 		return (d.on || after) && explained, false
 	}
 	pred := erl * eFar
-	d.winN += n
-	d.winMic += eMic
-	d.winPred += pred
-	d.winNoise += noise
-	if d.k < silentMaxReads {
-		d.excess[d.k], d.far[d.k] = (eMic-noise)/float64(n), eFar/float64(n)
-		d.k++
-	}
+	d.add(n, eMic, eFar, pred, noise)
 	full := d.winN >= silentWindowMS*Rate/1000
 	if !d.on {
 		short := !after && pred >= noise*dbRatio(silentAudibleDB) && eMic-noise < pred/dbRatio(silentShortDB)
@@ -227,8 +217,7 @@ func (d *silentSpeaker) push(n int, eMic, eFar float64, converged, quiet bool) (
 		// window from this read decides.
 		d.trial = true
 		d.resetWindow()
-		d.winN, d.winMic, d.winPred, d.winNoise = n, eMic, pred, noise
-		d.excess[0], d.far[0], d.k = (eMic-noise)/float64(n), eFar/float64(n), 1
+		d.add(n, eMic, eFar, pred, noise)
 		return true, false
 	}
 	if full {
@@ -240,6 +229,19 @@ func (d *silentSpeaker) push(n int, eMic, eFar float64, converged, quiet bool) (
 		d.resetWindow()
 	}
 	return explained, back
+}
+
+// add takes a read of n samples with the far end playing into the window:
+// mic, far-end, predicted echo and noise energies.
+func (d *silentSpeaker) add(n int, eMic, eFar, pred, noise float64) {
+	d.winN += n
+	d.winMic += eMic
+	d.winPred += pred
+	d.winNoise += noise
+	if d.k < silentMaxReads {
+		d.excess[d.k], d.far[d.k] = (eMic-noise)/float64(n), eFar/float64(n)
+		d.k++
+	}
 }
 
 func (d *silentSpeaker) resetWindow() {
@@ -274,12 +276,7 @@ func (d *silentSpeaker) learnNoise(n int, eMic float64) {
 	db := 10*math.Log10(eMic/float64(n)+1e-3) - fullScaleDB
 	trackFloor(&d.floorDB, &d.haveFloor, db, n)
 	if db < d.floorDB+silentFloorDB*2 {
-		p := eMic / float64(n)
-		if d.noise == 0 {
-			d.noise = p
-		} else {
-			d.noise += silentNoiseStep * float64(n) / frame20 * (p - d.noise)
-		}
+		trackMean(&d.noise, eMic/float64(n), n)
 	}
 }
 

@@ -591,7 +591,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		}
 		s.advance()
 	}
-	silHold := s.silentSpeaker(n, eMic, eFarEcho, eOut, fed)
+	silHold := s.silentSpeaker(n, eMic, eFarEcho)
 	s.farPlays(n, eFar)
 	// The double-talk threshold: DoubleTalkDB, or the canceller's typical
 	// echo reduction while the far end plays minus GuardMarginDB when that
@@ -637,12 +637,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		if outDB < s.noiseDB+noiseMeanGateDB {
 			// The noise's mean energy, from the reads near the floor
 			// (not the user's speech between replies): see linearNoise.
-			p := eOut / float64(n)
-			if s.noiseMean == 0 {
-				s.noiseMean = p
-			} else {
-				s.noiseMean += noiseMeanStep * float64(n) / frame20 * (p - s.noiseMean)
-			}
+			trackMean(&s.noiseMean, eOut/float64(n), n)
 		}
 	}
 	noiseOnly := s.farHang > 0 && s.cfg.NoiseGuardDB > 0 && s.haveNoise && outDB < s.noiseDB+s.cfg.NoiseGuardDB
@@ -878,9 +873,9 @@ func (s *Source) farPlays(n int, eFar float64) {
 }
 
 // silentSpeaker runs the silent-speaker detector (SilentSpeaker) on a read
-// of n samples (mic, reference far end and output energies; fed: the
-// canceller was given the far end) and reports whether it holds the read.
-func (s *Source) silentSpeaker(n int, eMic, eFar, eOut float64, fed bool) bool {
+// of n samples (mic and reference far-end energies) and reports whether it
+// holds the read.
+func (s *Source) silentSpeaker(n int, eMic, eFar float64) bool {
 	if !s.cfg.SilentSpeaker {
 		return false
 	}
@@ -1162,7 +1157,7 @@ func (s *Source) LinearGuarded() int64 { return s.linUsed.Load() }
 // timeline (disturbGuard) or a move of the far end (shiftGuard) and
 // lapses after recoveredMS of reduced reads in a row.
 func (s *Source) disturbance(n int, eFar float64, farNow, reduced bool) bool {
-	s.farPeak = max(eFar/float64(n), s.farPeak*math.Exp2(-float64(n)*1000/(farPeakHalfLife*Rate)))
+	s.farPeak = decayPeak(s.farPeak, eFar, n)
 	start := func(ms int) {
 		s.disturbed, s.recovered = max(s.disturbed, ms*Rate/1000), 0
 	}
@@ -1387,6 +1382,23 @@ func trackFloor(floor *float64, have *bool, db float64, n int) {
 	default:
 		*floor += min(noiseUpDB*float64(n)/frame20, db-*floor)
 	}
+}
+
+// trackMean moves an exponential mean of the noise's energy per sample
+// towards p, that of a read of n samples near the floor (noiseMeanStep per
+// 20 ms; a zero mean starts at p).
+func trackMean(mean *float64, p float64, n int) {
+	if *mean == 0 {
+		*mean = p
+	} else {
+		*mean += noiseMeanStep * float64(n) / frame20 * (p - *mean)
+	}
+}
+
+// decayPeak returns a decaying peak power per sample (half-life
+// farPeakHalfLife) after a read of n samples with energy e.
+func decayPeak(peak, e float64, n int) float64 {
+	return max(e/float64(n), peak*math.Exp2(-float64(n)*1000/(farPeakHalfLife*Rate)))
 }
 
 // explains reports whether an echo path erl (mic/far energy ratio; 0:
