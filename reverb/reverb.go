@@ -19,8 +19,9 @@
 // frames of the recent pauses pooled (each pause about its own mean, a
 // pause weighted by its length and spread, with a forgetting factor),
 // taking of each pause only its free decay (from the pause's start until
-// the level first rises: the user answering the robot, a knock) and only
-// pauses whose own line decays at a room's rate; A is a
+// the level first rises: the user answering the robot, a knock; none of
+// it when the rise comes within its first 400 ms: a voice from the
+// start) and only pauses whose own line decays at a room's rate; A is a
 // running median in dB of the pause frames' ratios. Only frames well above
 // the noise floor count (one frame of speech-like audio scatters by
 // several dB; a line through many does not). This is the free-decay method
@@ -62,7 +63,17 @@ const (
 	// talking while its voice stopped, rises by 10-30 dB, and the line
 	// through a phrase of theirs (hundreds of frames, so it outweighed
 	// every real pause) had given a 0.3 s room an RT60 of 2-2.5 s.
-	riseDB = 6
+	//
+	// A rise within the first riseWindow frames of the decay discards the
+	// pause altogether: the level was someone's voice from the pause's
+	// start, not the room's decay. In make run the simulated user talked
+	// over the reply and the robot stopped (the barge-in): the first 250
+	// ms of the pause held the fall of one of the user's syllables (0.45
+	// dB per frame) before the next rose, and that one pause taught a
+	// 0.3 s room an RT60 of 0.9-1.4 s. A rise later than that ends a
+	// free decay the room made (the user answering after the tail).
+	riseDB     = 6
+	riseWindow = 40
 	// readySpread: the decay is known once the pooled pauses' spread
 	// (Σ(x−x̄)², frames²) reaches this: the slope's standard error is then
 	// the frames' scatter / √readySpread (3 dB scatter: 0.2 dB per frame).
@@ -135,8 +146,11 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 		if !t.in {
 			t.in, t.free, t.minY = true, t.silent == pauseFrames, y
 		}
-		if y > t.minY+riseDB {
+		if y > t.minY+riseDB && t.free {
 			t.free = false // something else in the pause: the user, a knock
+			if t.m < riseWindow {
+				t.m = 0 // ... from its start: no decay to learn from
+			}
 		}
 		t.minY = min(t.minY, y)
 		if t.free {

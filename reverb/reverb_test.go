@@ -137,6 +137,68 @@ func TestTailIgnoresTheUserInAPause(t *testing.T) {
 	}
 }
 
+// A user who talks over the robot until it stops (a barge-in) fills the
+// pause's first frames with their voice, whose level falls and rises with
+// its syllables. In make run the replies have no pauses of their own, so
+// the first pause after a barge-in was the only one learnt from: the fall
+// of one of the user's words taught a 0.3 s room an RT60 of 0.9-1.4 s. Such a pause is not learnt from, whether the caller says so
+// (NearEnd, as aec.Source does when its guards judged the user) or not
+// (the rise within the decay's first frames); the replies' clean ends
+// are.
+func TestTailIgnoresAUserTalkingAsTheRobotStops(t *testing.T) {
+	const lag = 25
+	for _, r := range []struct {
+		rt60, drrDB float64
+		seed        uint64
+	}{{0.3, 6, 10}, {0.5, 0, 11}, {0.8, -1, 12}} {
+		rng := rand.New(rand.NewPCG(r.seed, 2))
+		rho := math.Pow(10, -6/r.rt60*FrameMS/1000)
+		a := math.Pow(10, -r.drrDB/10) * (1 - rho) / rho
+		const reply, pause = 300, 200 // 3 s replies without pauses, 2 s between
+		tl := New(lag * FrameMS)
+		rev := 0.0
+		for k := 0; k < 8; k++ {
+			ph := math.Pi * rng.Float64()
+			for i := -reply; i < pause; i++ {
+				f, u := 0.0, 0.0
+				if i < 0 {
+					// Speech-like: 12 dB swings four times a second.
+					e := 0.25 + 0.75*math.Pow(math.Sin(math.Pi*4*float64(i)*FrameMS/1000+ph), 2)
+					f = e * e
+				}
+				if k == 0 && i >= -30 && i < 70 {
+					// The first reply: the user talks over its end, as
+					// loud as its direct echo, and on into the pause,
+					// where a word of theirs falls 10 dB over 250 ms
+					// (as make run's did) before the next rises.
+					db := 0.0
+					switch {
+					case i >= 10 && i < 35:
+						db = -0.4 * float64(i-10)
+					case i >= 35 && i < 45:
+						db = -10 + 1.2*float64(i-35)
+					case i >= 45:
+						db = 2
+					}
+					u = math.Pow(10, db/10)
+				}
+				mic := (f + rev + u) * math.Exp(0.3*rng.NormFloat64())
+				rev = rho * (rev + a*f)
+				tl.Push(f, mic+1e-9, 1e-9)
+			}
+			if k == 0 {
+				if got := tl.RT60(); got != 0 {
+					t.Errorf("RT60 %.2f s: learnt %.3f s from the pause after a barge-in, want nothing", r.rt60, got)
+				}
+			}
+		}
+		t.Logf("RT60 %.2f s: learnt %.3f s after 8 replies", r.rt60, tl.RT60())
+		if got := tl.RT60(); math.Abs(got-r.rt60) > 0.2*r.rt60 {
+			t.Errorf("RT60 %.2f s: learnt %.3f s after 8 replies, want ±20 %%", r.rt60, got)
+		}
+	}
+}
+
 func TestTailDryRoomPredictsLittle(t *testing.T) {
 	// RT60 0.15 s: 250 ms on, the reverberation is 100 dB down.
 	r := room{rt60: 0.15, drrDB: 6, noise: 1e-12, scatter: 0.5, seed: 5}
