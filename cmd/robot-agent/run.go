@@ -521,14 +521,19 @@ func (a *agent) openAudio() error {
 	return nil
 }
 
-// demoScript alternates a normal turn with one where the robot's user talks
-// over the reply, so a run shows both a full answer and a barge-in.
+// demoScript gives two normal turns and then one where the robot's user
+// talks over the reply (1.4 s after their words end: about 0.7 s into the
+// robot's third answer), so a run shows both full answers and a barge-in.
+// Not the second answer: after start the echo canceller and its guards
+// need some seconds of the robot's voice before a user who talks over it
+// is reliably heard (docs/benchmarks.md, "make run's barge-in").
 func demoScript(s config.Sim) *sim.SpeechScript {
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	return &sim.SpeechScript{Utterances: []sim.Utterance{
 		{Speech: 0, Silence: ms(800)}, // room noise first: the VAD learns the floor
 		{Speech: ms(s.SpeechMS), Silence: ms(s.SilenceMS)},
-		{Speech: ms(s.SpeechMS), Silence: ms(900)},
+		{Speech: ms(s.SpeechMS), Silence: ms(s.SilenceMS)},
+		{Speech: ms(s.SpeechMS), Silence: ms(1400)},
 		{Speech: ms(s.SpeechMS * 2 / 3), Silence: ms(s.SilenceMS)},
 	}}
 }
