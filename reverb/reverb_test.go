@@ -141,10 +141,9 @@ func TestTailIgnoresTheUserInAPause(t *testing.T) {
 // pause's first frames with their voice, whose level falls and rises with
 // its syllables. In make run the replies have no pauses of their own, so
 // the first pause after a barge-in was the only one learnt from: the fall
-// of one of the user's words taught a 0.3 s room an RT60 of 0.9-1.4 s. Such a pause is not learnt from, whether the caller says so
-// (NearEnd, as aec.Source does when its guards judged the user) or not
-// (the rise within the decay's first frames); the replies' clean ends
-// are.
+// of one of the user's words taught a 0.3 s room an RT60 of 0.9-1.4 s.
+// Such a pause is not learnt from (its level rises within the decay's
+// first riseWindow frames); the replies' clean ends are.
 func TestTailIgnoresAUserTalkingAsTheRobotStops(t *testing.T) {
 	const lag = 25
 	for _, r := range []struct {
