@@ -92,6 +92,23 @@ type silentSpeaker struct {
 // gain is used.
 const silentWarmupReads = 100
 
+// silentRiseDBPerS: the learned echo path's gain (its ratio of mic excess
+// to far end) rises at most this fast, and falls freely. A user talking
+// over the robot adds to the mic but not to the far end; learnt at the
+// pace of every read (erlSmoothing: about a second), a user 10-15 dB over
+// a quiet robot's echo put the gain 10 dB over the echo, and when they
+// stopped the mic's echo was short of that prediction: the speaker taken
+// for silent 12-21 times in 20 replies of duplex-bench (17-39 with 9 s of
+// speech, and 2 of those 20 barge-ins missed while the reads were held).
+// At 2 dB/s: never, and the speaker dropouts of docs/benchmarks.md found
+// as before (1 dB/s: 1-2 more false barge-ins in 30 replies in three of
+// those scenes, not investigated).
+const silentRiseDBPerS = 2.0
+
+// silentLimitFrom: the first reads with the far end playing learn the
+// gain freely (from its first read's value).
+const silentLimitFrom = 10
+
 // silentWindowMS: the window (reads with the far end playing).
 const silentWindowMS = 200
 
@@ -169,8 +186,12 @@ func (d *silentSpeaker) push(n int, eMic, eFar float64, converged, quiet bool) (
 		if d.reads == 0 {
 			d.gMic, d.gFar = eMic-noise, eFar
 		} else {
+			prev := d.gMic / d.gFar
 			d.gMic += erlSmoothing * (eMic - noise - d.gMic)
 			d.gFar += erlSmoothing * (eFar - d.gFar)
+			if lim := prev * dbRatio(silentRiseDBPerS*float64(n)/Rate); d.reads >= silentLimitFrom && prev > 0 && d.gMic > lim*d.gFar {
+				d.gMic = lim * d.gFar
+			}
 		}
 		d.reads = min(d.reads+1, silentWarmupReads)
 	}
