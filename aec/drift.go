@@ -242,6 +242,7 @@ type driftMeter struct {
 	fPrev    float32
 	mPrev    float32
 	center   int     // lag searched around (samples), -1: none yet
+	acquire  bool    // center is the coarse estimator's lag: search ±driftAcquire
 	fails    int     // blocks in a row with the far end playing and no peak
 	posMid   float64 // far-end position of the block's middle sample
 	stepMid  float64
@@ -254,10 +255,20 @@ type driftMeter struct {
 // correlation a peak needs, and the failed blocks after which the search
 // moves to the coarse delay estimator's lag.
 const (
-	driftBlock   = Rate / 4
-	driftSearch  = 64
+	driftBlock  = Rate / 4
+	driftSearch = 64
+	// driftAcquire: the search's half-width while the center is the
+	// coarse delay estimator's lag (at the start, and after
+	// driftRecover failed blocks), until a block measures. That lag, from
+	// 2 ms envelopes, was 7-8 ms off in `make run` (46 and 32 ms for an
+	// echo at 39 ms); the voice's pitch (150-170 Hz) then put a peak
+	// within ±4 ms of it one pitch period off the echo (correlation
+	// 0.4-0.8), four such points went into the fit, and the clock offset
+	// was found only in the third reply instead of the second (the
+	// guards that wait for it missed the user talking over that reply).
+	driftAcquire = 256
 	driftMaxLag  = Rate * 3 / 4 // 750 ms
-	driftHistLen = 1 << 15      // > driftBlock + driftMaxLag + driftSearch
+	driftHistLen = 1 << 15      // > driftBlock + driftMaxLag + driftAcquire
 	driftMinCorr = 0.3
 	driftRecover = 8
 	preEmphasis  = 0.95
@@ -265,7 +276,7 @@ const (
 
 func newDriftMeter() *driftMeter {
 	return &driftMeter{fit: NewDriftFit(), hist: make([]float32, driftHistLen), mic: make([]float32, driftBlock),
-		corr: make([]float64, 2*driftSearch+1), center: -1}
+		corr: make([]float64, 2*driftAcquire+1), center: -1}
 }
 
 // discontinuity: the far end handed to the canceller jumped (the delay
@@ -305,14 +316,19 @@ func (d *driftMeter) push(far, mic []int16, pos, step float64, hint int) {
 func (d *driftMeter) block(hint int) {
 	active := d.farE > farActive*farActive*driftBlock
 	if d.center < 0 || (d.fails >= driftRecover && hint >= 0) {
-		d.center, d.fails = hint, 0
+		d.center, d.fails, d.acquire = hint, 0, true
 	}
 	c := d.center
-	if c < 0 || !active || d.n < int64(driftBlock+c+driftSearch) {
+	search := driftSearch
+	if d.acquire {
+		search = driftAcquire
+	}
+	if c < 0 || !active || d.n < int64(driftBlock+c+search) {
 		return
 	}
-	c = max(c, driftSearch)
-	c = min(c, driftMaxLag-driftSearch)
+	c = max(c, search)
+	c = min(c, driftMaxLag-search)
+	corr := d.corr[:2*search+1]
 	end := d.total // mic sample index after the block
 	start := end - driftBlock
 	var em float64
@@ -320,42 +336,42 @@ func (d *driftMeter) block(hint int) {
 		em += float64(v) * float64(v)
 	}
 	best, bl := math.Inf(-1), 0
-	for li := range d.corr {
-		lag := c - driftSearch + li
+	for li := range corr {
+		lag := c - search + li
 		var s float32
 		h := start - int64(lag)
 		for i, v := range d.mic {
 			s += v * d.hist[(h+int64(i))&(driftHistLen-1)]
 		}
-		d.corr[li] = float64(s)
-		if d.corr[li] > best {
-			best, bl = d.corr[li], li
+		corr[li] = float64(s)
+		if corr[li] > best {
+			best, bl = corr[li], li
 		}
 	}
 	var ef float64
-	h := start - int64(c-driftSearch+bl)
+	h := start - int64(c-search+bl)
 	for i := range driftBlock {
 		v := float64(d.hist[(h+int64(i))&(driftHistLen-1)])
 		ef += v * v
 	}
-	if em == 0 || ef == 0 || best/math.Sqrt(em*ef) < driftMinCorr || bl == 0 || bl == len(d.corr)-1 {
+	if em == 0 || ef == 0 || best/math.Sqrt(em*ef) < driftMinCorr || bl == 0 || bl == len(corr)-1 {
 		d.fails++
-		if bl == 0 || bl == len(d.corr)-1 {
+		if bl == 0 || bl == len(corr)-1 {
 			// The peak is at the edge: look there next time.
 			if best > 0 && em > 0 && ef > 0 && best/math.Sqrt(em*ef) >= driftMinCorr {
-				d.center = c - driftSearch + bl
+				d.center = c - search + bl
 			}
 		}
 		return
 	}
-	d.fails = 0
-	y0, y1, y2 := d.corr[bl-1], d.corr[bl], d.corr[bl+1]
+	d.fails, d.acquire = 0, false
+	y0, y1, y2 := corr[bl-1], corr[bl], corr[bl+1]
 	frac := 0.0
 	if den := y0 - 2*y1 + y2; den < 0 {
 		frac = 0.5 * (y0 - y2) / den
 	}
-	lag := float64(c-driftSearch+bl) + frac
-	d.center = c - driftSearch + bl
+	lag := float64(c-search+bl) + frac
+	d.center = c - search + bl
 	d.measured++
 	// The block's middle mic sample heard the far end lag samples of
 	// this stream earlier: its position minus lag stream samples.
