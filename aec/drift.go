@@ -50,6 +50,7 @@ type DriftFit struct {
 	se     float64
 	have   bool
 	a, b   float64 // current line (b: slope of y-x)
+	lineSE float64 // its slope's standard error, ppm
 	x0     float64 // origin of x for numerical range
 	line   bool
 }
@@ -86,7 +87,14 @@ func (f *DriftFit) Add(x, y float64) {
 	x -= f.x0
 	y -= f.x0 // fit y-x: the slope is ratio-1, small
 	y -= x
-	if f.line && len(f.x) >= fitMin {
+	// A point off the line is judged against it only once the line is
+	// credible (its slope's standard error within fitMaxSEPPM). A line
+	// through fitMin points most of them wrong (in `make run` four blocks
+	// at a pitch-period peak and three of a tone, then the echo's) held a
+	// slope of 3918 ppm: every point on the echo's line was off it, and
+	// four of them never agreed along that slope, so none was taken and
+	// the offset was never found.
+	if f.line && len(f.x) >= fitMin && f.lineSE <= fitMaxSEPPM {
 		if r := y - (f.a + f.b*x); math.Abs(r) > f.tol() {
 			f.off = append(f.off, y)
 			f.offX = append(f.offX, x)
@@ -203,7 +211,7 @@ func (f *DriftFit) fit() {
 	if k > 2 {
 		se = math.Sqrt(ss/(k-2)/sxx) * 1e6
 	}
-	f.a, f.b, f.line = a, b, true
+	f.a, f.b, f.line, f.lineSE = a, b, true, se
 	if k >= fitMin && hi-lo >= fitMinSpan && se <= fitMaxSEPPM && math.Abs(b)*1e6 <= MaxDriftPPM {
 		f.ratio, f.se, f.have = 1+b, se, true
 	}

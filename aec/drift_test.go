@@ -432,3 +432,32 @@ func TestDriftMeterFindsTheEchoFarFromTheCoarseLag(t *testing.T) {
 		t.Errorf("clock offset %.1f ppm (found %v), want 0 ± 5", (r-1)*1e6, ok)
 	}
 }
+
+// The points of a `make run` start whose fit found no clock offset (a
+// print of the drift meter): four blocks at a pitch-period peak, two at
+// the echo, three of a tone, then the echo's line at -50 ppm. Seven of
+// the first ten were wrong, and the line through them (3918 ppm, its
+// slope's standard error 843 ppm) rejected every later point; now a line
+// that is not credible rejects nothing, and the offset is found.
+func TestDriftFitRecoversFromAWrongStart(t *testing.T) {
+	f := NewDriftFit()
+	for i, v := range []float64{-630.886, -630.981, -631.055, -631.342, -574.631, -574.874, -527.230, -502.910, -557.872} {
+		x := 62000 + 4000*float64(i)
+		f.Add(x, x+v)
+	}
+	found := -1
+	for i := range 40 {
+		x := 142000 + 4000*float64(i)
+		f.Add(x, x-577.809-50e-6*(x-142000))
+		if _, ok := f.Ratio(); ok && found < 0 {
+			found = i
+		}
+	}
+	r, ok := f.Ratio()
+	if !ok || found > 16 {
+		t.Fatalf("clock offset found after %d points of the echo's line (%v), want within 16 (4 s)", found, ok)
+	}
+	if ppm := (r - 1) * 1e6; math.Abs(ppm+50) > 2 {
+		t.Errorf("clock offset %.1f ppm, want -50 ± 2", ppm)
+	}
+}
