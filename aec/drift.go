@@ -241,21 +241,22 @@ func median(s []float64) float64 {
 // behind the far end as handed to the canceller, to a fraction of a
 // sample, and feeds DriftFit with the far-end position the mic heard.
 type driftMeter struct {
-	fit      *DriftFit
-	hist     []float32 // pre-emphasised far end, ring by mic sample
-	mic      []float32 // pre-emphasised mic, the current block
-	corr     []float64
-	n        int64 // mic samples pushed since the last discontinuity
-	total    int64 // mic samples pushed ever
-	fPrev    float32
-	mPrev    float32
-	center   int     // lag searched around (samples), -1: none yet
-	acquire  bool    // center is the coarse estimator's lag: search ±driftAcquire
-	fails    int     // blocks in a row with the far end playing and no peak
-	posMid   float64 // far-end position of the block's middle sample
-	stepMid  float64
-	farE     float64
-	measured int // accepted measurements, for tests
+	fit       *DriftFit
+	hist      []float32 // pre-emphasised far end, ring by mic sample
+	mic       []float32 // pre-emphasised mic, the current block
+	corr      []float64
+	n         int64 // mic samples pushed since the last discontinuity
+	total     int64 // mic samples pushed ever
+	fPrev     float32
+	mPrev     float32
+	center    int     // lag searched around (samples), -1: none yet
+	acquire   bool    // center is the coarse estimator's lag: search ±driftAcquire
+	fails     int     // blocks in a row with the far end playing and no peak
+	posMid    float64 // far-end position of the block's middle sample
+	stepMid   float64
+	farE      float64
+	measured  int // accepted measurements, for tests
+	ambiguous int // blocks with a second peak (driftUnique), for tests
 }
 
 // driftMeter parameters: block (250 ms), lag search ±driftSearch around
@@ -280,6 +281,16 @@ const (
 	driftMinCorr = 0.3
 	driftRecover = 8
 	preEmphasis  = 0.95
+	// driftUnique, driftLobe: a block whose correlation has another local
+	// maximum at least driftLobe samples (1 ms) from the highest and
+	// driftUnique of its height or more measures nothing. In `make run`
+	// the first block of the wide search held the echo at 0.88 and the
+	// voice's pitch-period peak 84 samples off at 0.81, and the reply's
+	// tone 0.98 with peaks every 24-55 samples at 0.97 (three wrong points
+	// in every run); a voiced block with one clear peak had its next one
+	// at 0.02-0.2 of it.
+	driftUnique = 0.8
+	driftLobe   = Rate / 1000
 )
 
 func newDriftMeter() *driftMeter {
@@ -370,6 +381,15 @@ func (d *driftMeter) block(hint int) {
 				d.center = c - search + bl
 			}
 		}
+		return
+	}
+	if secondPeak(corr, bl, driftLobe) >= driftUnique*corr[bl] {
+		// Another peak nearly as high: a periodic far end (a voiced
+		// stretch, a tone) correlates with its echo one period off too,
+		// and which peak wins is chance. Nothing is measured, and the
+		// search stays where it was.
+		d.fails++
+		d.ambiguous++
 		return
 	}
 	d.fails, d.acquire = 0, false
