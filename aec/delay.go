@@ -40,7 +40,7 @@ const (
 	// the peak, at up to 0.9 of it: hence 50 ms); with a plucked melody, a
 	// note every 300 ms, 224 of 266, one note period off; a square-wave
 	// jingle (150 ms notes) 94 of 99. Without the test the melody moved
-	// the estimate 27-41 times and the robot interrupted itself 27 times
+	// the estimate 41 times and the robot interrupted itself 27 times
 	// in 10 replies; the jingle, 39 and 35 in 20.
 	delayUnique = 0.8
 	envLobe     = 25
