@@ -241,22 +241,21 @@ func median(s []float64) float64 {
 // behind the far end as handed to the canceller, to a fraction of a
 // sample, and feeds DriftFit with the far-end position the mic heard.
 type driftMeter struct {
-	fit       *DriftFit
-	hist      []float32 // pre-emphasised far end, ring by mic sample
-	mic       []float32 // pre-emphasised mic, the current block
-	corr      []float64
-	n         int64 // mic samples pushed since the last discontinuity
-	total     int64 // mic samples pushed ever
-	fPrev     float32
-	mPrev     float32
-	center    int     // lag searched around (samples), -1: none yet
-	acquire   bool    // center is the coarse estimator's lag: search ±driftAcquire
-	fails     int     // blocks in a row with the far end playing and no peak
-	posMid    float64 // far-end position of the block's middle sample
-	stepMid   float64
-	farE      float64
-	measured  int // accepted measurements, for tests
-	ambiguous int // blocks with a second peak (driftUnique), for tests
+	fit      *DriftFit
+	hist     []float32 // pre-emphasised far end, ring by mic sample
+	mic      []float32 // pre-emphasised mic, the current block
+	corr     []float64
+	n        int64 // mic samples pushed since the last discontinuity
+	total    int64 // mic samples pushed ever
+	fPrev    float32
+	mPrev    float32
+	center   int     // lag searched around (samples), -1: none yet
+	acquire  bool    // center is the coarse estimator's lag: search ±driftAcquire
+	fails    int     // blocks in a row with the far end playing and no peak
+	posMid   float64 // far-end position of the block's middle sample
+	stepMid  float64
+	farE     float64
+	measured int // accepted measurements, for tests
 }
 
 // driftMeter parameters: block (250 ms), lag search ±driftSearch around
@@ -389,7 +388,6 @@ func (d *driftMeter) block(hint int) {
 		// and which peak wins is chance. Nothing is measured, and the
 		// search stays where it was.
 		d.fails++
-		d.ambiguous++
 		return
 	}
 	d.fails, d.acquire = 0, false

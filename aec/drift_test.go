@@ -389,14 +389,21 @@ func voiced(n int, rng *rand.Rand) []int16 {
 		t := float64(i) / Rate
 		f0 := 160 + 25*math.Sin(2*math.Pi*0.8*t)
 		phase += 2 * math.Pi * f0 / Rate
-		var v float64
-		for k := 1; k <= 10; k++ {
-			v += math.Sin(float64(k)*phase) / float64(k)
-		}
+		v := harmonics(phase)
 		syl := math.Abs(math.Sin(math.Pi * 4 * t))
 		out[i] = int16(3000*syl*v + 30*rng.NormFloat64())
 	}
 	return out
+}
+
+// harmonics is a pitched tone at phase: ten harmonics falling 6 dB per
+// octave.
+func harmonics(phase float64) float64 {
+	var v float64
+	for k := 1; k <= 10; k++ {
+		v += math.Sin(float64(k)*phase) / float64(k)
+	}
+	return v
 }
 
 // The coarse delay estimator's lag is 7 ms off the echo's (as in `make
@@ -477,11 +484,7 @@ func TestDriftMeterIgnoresBlocksWithTwoPeaks(t *testing.T) {
 		ph, f0 := 0.0, 150+10*float64(seed)
 		for i := range steady {
 			ph += 2 * math.Pi * f0 / Rate
-			var v float64
-			for k := 1; k <= 10; k++ {
-				v += math.Sin(float64(k)*ph) / float64(k)
-			}
-			steady[i] = int16(3000 * v)
+			steady[i] = int16(3000 * harmonics(ph))
 		}
 		voice := voiced(n, rand.New(rand.NewPCG(seed, 9)))
 		for _, c := range []struct {
