@@ -245,6 +245,9 @@ func vadCompare(f duplexFlags, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stdout, "lookahead: rows detector+laN count a frame as speech when the detector calls it or a frame starting within N ms after it")
 		fmt.Fprintln(stdout, "  (the decision N ms later, as a pre-roll takes in the frames before an onset); their onsets and pump columns are the detector's")
 	}
+	if slices.ContainsFunc(cands, func(c vadCandidate) bool { return c.cfg.Detector == vad.KindSpeex }) {
+		fmt.Fprintln(stdout, "speex: libspeexdsp prints \"warning: The VAD has been replaced by a hack pending a complete rewrite\" on stderr for every detector made; that is the library's own notice about its VAD")
+	}
 	fmt.Fprintln(stdout, "onset: raw = end of the detector's first speech frame - phrase onset (L40, P.56B and P56; 20 ms = on the onset frame); pump = utterance start decision - onset (L40, and P56; min speech best)")
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "detector\tnoise\tSNR\tL40 P/R/FP\tP56 P/R/FP\tP.56B P/R/FP\traw onset p50/p95\traw onset (P.56B)\traw onset (P56)\tpump onset p50/p95\tpump onset (P56)\tclipped\tfalse starts\tidle starts/min")
