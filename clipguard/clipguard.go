@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/gainramp"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/metrics"
 )
@@ -143,25 +144,23 @@ const maxClips = 64
 // Sink is an hw.AudioSink whose gain follows the echo's clipping. See the
 // package documentation.
 type Sink struct {
-	hw.AudioSink
-	clk  clock.Clock
-	log  *slog.Logger
-	cfg  Config
-	src  Counter
-	rate int
-	ch   int
+	hw.SinkDecorator // the speaker below; Unwrap, PeriodFrames
+	clk              clock.Clock
+	log              *slog.Logger
+	cfg              Config
+	src              Counter
+	rate             int
+	ch               int
 
-	seen      int64                   // src.EchoClips at the last Write
-	times     [maxClips]time.Duration // the last cfg.Clips clip times, a ring
-	nTimes    int
-	head      int
-	settle    time.Duration // no step down before this
-	steps     atomic.Int64  // steps down in force (written by Write only; BackoffDB reads it)
-	clean     time.Duration // playback since the last clip
-	gain      float32       // applied (ramping)
-	target    float32
-	perSample float32 // ramp step of one StepDB change
-	buf       []int16
+	seen   int64                   // src.EchoClips at the last Write
+	times  [maxClips]time.Duration // the last cfg.Clips clip times, a ring
+	nTimes int
+	head   int
+	settle time.Duration // no step down before this
+	steps  atomic.Int64  // steps down in force (written by Write only; BackoffDB reads it)
+	clean  time.Duration // playback since the last clip
+	ramp   gainramp.Ramp // the gain applied (ramping), one StepDB change per Ramp
+	target float32
 
 	gBackoff          *metrics.Gauge
 	cDown, cUp, cClip *metrics.Counter
@@ -184,15 +183,16 @@ func New(sink hw.AudioSink, src Counter, cfg Config, clk clock.Clock, reg *metri
 	}
 	cfg = cfg.withDefaults()
 	f := sink.Format()
-	s := &Sink{AudioSink: sink, src: src, clk: clk, log: log, cfg: cfg, rate: f.SampleRate, ch: max(f.Channels, 1),
-		seen: src.EchoClips(), gain: 1, target: 1,
+	s := &Sink{SinkDecorator: hw.SinkDecorator{AudioSink: sink}, src: src, clk: clk, log: log, cfg: cfg, rate: f.SampleRate, ch: max(f.Channels, 1),
+		seen: src.EchoClips(), ramp: gainramp.Ramp{Gain: 1}, target: 1,
 		gBackoff: reg.Gauge(MetricBackoff, "How far the robot's voice is lowered because its echo clipped the mic, in dB (full duplex)."),
 		cDown:    reg.Counter(MetricDown, "Steps down of the robot's voice: its echo clipped the mic."),
 		cUp:      reg.Counter(MetricUp, "Steps back up of the robot's voice after playing long without a clipped echo."),
 		cClip:    reg.Counter(MetricClips, "Mic frames (10 ms) the robot's own echo clipped while it spoke."),
 	}
 	ramp := max(1, int(cfg.Ramp*time.Duration(s.rate)/time.Second))
-	s.perSample = float32(1-math.Pow(10, -cfg.StepDB/20)) / float32(ramp)
+	step := float32(1-math.Pow(10, -cfg.StepDB/20)) / float32(ramp)
+	s.ramp.Down, s.ramp.Up = step, step
 	return s, nil
 }
 
@@ -203,31 +203,11 @@ func (s *Sink) Config() Config { return s.cfg }
 // Any goroutine.
 func (s *Sink) BackoffDB() float64 { return float64(s.steps.Load()) * s.cfg.StepDB }
 
-// Unwrap returns the wrapped sink (capabilities such as hw.Flusher).
-func (s *Sink) Unwrap() hw.AudioSink { return s.AudioSink }
-
-// PeriodFrames keeps the hw.Periodic capability of the device below (found
-// through Unwrap) visible to the player.
-func (s *Sink) PeriodFrames() int {
-	if p, ok := hw.FindSink[hw.Periodic](s.AudioSink); ok {
-		return p.PeriodFrames()
-	}
-	return 0
-}
-
 // Write implements hw.AudioSink.
 func (s *Sink) Write(p []int16) error {
 	now := s.clk.Mono()
 	s.observe(now, p)
-	if s.gain == 1 && s.target == 1 {
-		return s.AudioSink.Write(p)
-	}
-	if cap(s.buf) < len(p) {
-		s.buf = make([]int16, len(p))
-	}
-	out := s.buf[:len(p)]
-	s.apply(out, p)
-	return s.AudioSink.Write(out)
+	return s.AudioSink.Write(s.ramp.Scale(p, s.ch, s.target))
 }
 
 // observe takes in the clips counted since the last Write and steps the
@@ -284,32 +264,9 @@ func (s *Sink) setTarget() {
 	s.gBackoff.Set(int64(math.Round(db)))
 }
 
-// apply ramps the gain towards the target one frame at a time.
-func (s *Sink) apply(out, p []int16) {
-	g, t := s.gain, s.target
-	for i := 0; i < len(p); i += s.ch {
-		switch {
-		case g > t:
-			g = max(g-s.perSample, t)
-		case g < t:
-			g = min(g+s.perSample, t)
-		}
-		for c := 0; c < s.ch && i+c < len(p); c++ {
-			v := float32(p[i+c]) * g
-			if v < 0 {
-				v -= 0.5
-			} else {
-				v += 0.5
-			}
-			out[i+c] = int16(max(-32768, min(32767, v)))
-		}
-	}
-	s.gain = g
-}
-
 // Gain is the gain applied to the last sample written (Write goroutine;
 // tests).
-func (s *Sink) Gain() float64 { return float64(s.gain) }
+func (s *Sink) Gain() float64 { return float64(s.ramp.Gain) }
 
 func audible(p []int16) bool {
 	for _, v := range p {

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/robot-agent/robot-agent/clock"
+	"github.com/robot-agent/robot-agent/gainramp"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/metrics"
 )
@@ -121,23 +122,21 @@ const (
 // Sink is an hw.AudioSink that ducks what it passes on. See the package
 // documentation.
 type Sink struct {
-	hw.AudioSink
-	clk  clock.Clock
-	cfg  Config
-	rate int
-	ch   int
+	hw.SinkDecorator // the speaker below; Unwrap, PeriodFrames
+	clk              clock.Clock
+	cfg              Config
+	rate             int
+	ch               int
 
 	floor        float32 // linear gain while ducked
-	down, up     float32 // per-frame gain steps
 	req, intr    atomic.Uint64
 	seenReq      uint64
 	seenIntr     uint64
 	state        int
 	until        time.Duration
-	gain         float32
+	ramp         gainramp.Ramp // the gain applied and its per-frame steps (attack, release)
 	lastLoud     time.Duration
 	everLoud     bool
-	buf          []int16
 	ducks        *metrics.Counter
 	ignored      *metrics.Counter
 	restored     *metrics.Counter
@@ -159,7 +158,7 @@ func New(sink hw.AudioSink, cfg Config, clk clock.Clock, reg *metrics.Registry) 
 	}
 	cfg = cfg.withDefaults()
 	f := sink.Format()
-	s := &Sink{AudioSink: sink, clk: clk, cfg: cfg, rate: f.SampleRate, ch: max(f.Channels, 1), gain: 1,
+	s := &Sink{SinkDecorator: hw.SinkDecorator{AudioSink: sink}, clk: clk, cfg: cfg, rate: f.SampleRate, ch: max(f.Channels, 1), ramp: gainramp.Ramp{Gain: 1},
 		floor:       float32(math.Pow(10, -cfg.DepthDB/20)),
 		ducks:       reg.Counter(MetricDucks, "Local ducks: the user started talking while the robot played, so its voice was lowered."),
 		ignored:     reg.Counter(MetricIgnored, "Utterance starts while the robot was silent (nothing to duck)."),
@@ -167,8 +166,8 @@ func New(sink hw.AudioSink, cfg Config, clk clock.Clock, reg *metrics.Registry) 
 		interrupted: reg.Counter(MetricInterrupted, "Ducks ended by the gateway's interrupt (true barge-ins)."),
 		active:      reg.Gauge(MetricActive, "1 while the robot's voice is ducked."),
 	}
-	s.down = (1 - s.floor) / float32(max(1, int(cfg.Attack*time.Duration(s.rate)/time.Second)))
-	s.up = (1 - s.floor) / float32(max(1, int(cfg.Release*time.Duration(s.rate)/time.Second)))
+	s.ramp.Down = (1 - s.floor) / float32(max(1, int(cfg.Attack*time.Duration(s.rate)/time.Second)))
+	s.ramp.Up = (1 - s.floor) / float32(max(1, int(cfg.Release*time.Duration(s.rate)/time.Second)))
 	return s, nil
 }
 
@@ -187,18 +186,6 @@ func (s *Sink) Interrupted() { s.intr.Add(1) }
 // Ducked reports whether the Sink is ducking or ramping (Write goroutine
 // view; any goroutine may call it for metrics and tests).
 func (s *Sink) Ducked() bool { return s.active.Value() == 1 }
-
-// Unwrap returns the wrapped sink (capabilities such as hw.Flusher).
-func (s *Sink) Unwrap() hw.AudioSink { return s.AudioSink }
-
-// PeriodFrames keeps the hw.Periodic capability of the device below (found
-// through Unwrap) visible to the player.
-func (s *Sink) PeriodFrames() int {
-	if p, ok := hw.FindSink[hw.Periodic](s.AudioSink); ok {
-		return p.PeriodFrames()
-	}
-	return 0
-}
 
 // Write implements hw.AudioSink.
 func (s *Sink) Write(p []int16) error {
@@ -249,49 +236,16 @@ func (s *Sink) Write(p []int16) error {
 	}
 	if silent {
 		// No audible step on silence: the gain jumps to its target.
-		s.gain = target
+		s.ramp.Gain = target
 	}
-	s.report()
-	if s.gain == 1 && target == 1 {
-		return s.AudioSink.Write(p)
-	}
-	if cap(s.buf) < len(p) {
-		s.buf = make([]int16, len(p))
-	}
-	out := s.buf[:len(p)]
-	s.apply(out, p, target)
+	out := s.ramp.Scale(p, s.ch, target)
 	s.report()
 	return s.AudioSink.Write(out)
 }
 
-// apply ramps the gain towards target one frame at a time.
-func (s *Sink) apply(out, p []int16, target float32) {
-	g := s.gain
-	for i := 0; i < len(p); i += s.ch {
-		switch {
-		case g > target:
-			g = max(g-s.down, target)
-		case g < target:
-			g = min(g+s.up, target)
-		}
-		for c := 0; c < s.ch && i+c < len(p); c++ {
-			v := float32(p[i+c]) * g
-			out[i+c] = int16(max(-32768, min(32767, v+copysign(0.5, v))))
-		}
-	}
-	s.gain = g
-}
-
-func copysign(a, v float32) float32 {
-	if v < 0 {
-		return -a
-	}
-	return a
-}
-
 func (s *Sink) report() {
 	var a int64
-	if s.state != stOpen || s.gain != 1 {
+	if s.state != stOpen || s.ramp.Gain != 1 {
 		a = 1
 	}
 	if a != s.activeReport {
@@ -301,7 +255,7 @@ func (s *Sink) report() {
 }
 
 // Gain is the current gain (Write goroutine; tests).
-func (s *Sink) Gain() float64 { return float64(s.gain) }
+func (s *Sink) Gain() float64 { return float64(s.ramp.Gain) }
 
 func isSilent(p []int16) bool {
 	for _, v := range p {

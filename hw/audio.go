@@ -96,6 +96,24 @@ func FindSink[T any](sink AudioSink) (T, bool) {
 	return zero, false
 }
 
+// SinkDecorator is embedded by a sink that wraps another (a gain stage, a
+// tap): Format, Write and Close reach the sink below unless the embedder
+// has its own, and the capabilities below stay reachable: through Unwrap
+// (FindSink: Flusher, LatencyReporter, ...) and as Periodic, whose period
+// it finds below (0 when there is none).
+type SinkDecorator struct{ AudioSink }
+
+// Unwrap returns the sink below.
+func (d SinkDecorator) Unwrap() AudioSink { return d.AudioSink }
+
+// PeriodFrames implements Periodic with the period of the sinks below.
+func (d SinkDecorator) PeriodFrames() int {
+	if p, ok := FindSink[Periodic](d.AudioSink); ok {
+		return p.PeriodFrames()
+	}
+	return 0
+}
+
 // FindSource is FindSink for sources: capability T of src or of the
 // sources it wraps (through Unwrap() AudioSource, at most 8 deep).
 func FindSource[T any](src AudioSource) (T, bool) {

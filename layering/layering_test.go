@@ -29,6 +29,7 @@ var rank = map[string]int{
 	"internal/faultproxy": 0,
 	"fft":                 0, // offline measurements (speech quality, echo path)
 	"quantile":            0, // running quantile trackers (the AEC's thresholds, the reverberation model)
+	"gainramp":            0, // a gain ramped frame by frame (the speaker's level stages)
 	// Shared types and the device seams.
 	"reverb": 1, // late reverberation model (the AEC's reverberation guard)
 	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1, "vad": 1,
