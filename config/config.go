@@ -137,6 +137,11 @@ type Playback struct {
 	// "Playout over real networks").
 	MinDelayMS int     `yaml:"min_delay_ms"`
 	ConcealPct float64 `yaml:"conceal_pct"`
+	// VolumeDB is the robot's own volume at start, -60..0 dB (0: the voice
+	// as the gateway sent it); the audio.volume skill changes it while the
+	// agent runs. It is applied above the echo canceller's reference, so
+	// a change does not disturb the canceller (docs/audio.md).
+	VolumeDB float64 `yaml:"volume_db"`
 }
 
 // Sim configures simulated devices.
@@ -370,6 +375,13 @@ func (c *Config) Validate() error {
 	rng("playback.min_delay_ms", p.MinDelayMS, 0, 2000)
 	if !(p.ConcealPct >= 0.01 && p.ConcealPct <= 10) { // NaN fails too
 		bad("playback.conceal_pct", p.ConcealPct, "want 0.01..10 (percent of the output)", "")
+	}
+	if !(p.VolumeDB >= -60 && p.VolumeDB <= 0) {
+		hint := ""
+		if p.VolumeDB > 0 {
+			hint = "for a louder robot turn its amplifier up"
+		}
+		bad("playback.volume_db", p.VolumeDB, "want -60..0 (dB; 0 = the voice as sent)", hint)
 	}
 	rng("sim.speech_ms", c.Sim.SpeechMS, 100, 60000)
 	rng("sim.silence_ms", c.Sim.SilenceMS, 0, 60000)

@@ -90,6 +90,8 @@ func TestValidateNamesFieldAndValue(t *testing.T) {
 		{func(c *Config) { c.Playback.MinDelayMS = 2500 }, "playback.min_delay_ms: 2500: want 0..2000"},
 		{func(c *Config) { c.Playback.ConcealPct = 0 }, "playback.conceal_pct: 0: want 0.01..10 (percent of the output)"},
 		{func(c *Config) { c.Playback.ConcealPct = math.NaN() }, "playback.conceal_pct: NaN: want 0.01..10 (percent of the output)"},
+		{func(c *Config) { c.Playback.VolumeDB = 6 }, "playback.volume_db: 6: want -60..0 (dB; 0 = the voice as sent) (for a louder robot turn its amplifier up)"},
+		{func(c *Config) { c.Playback.VolumeDB = -70 }, "playback.volume_db: -70: want -60..0 (dB; 0 = the voice as sent)"},
 		{func(c *Config) { c.Metrics.Listen = "9464" }, `metrics.listen: "9464": not host:port (e.g. 127.0.0.1:9464, or off to disable)`},
 		{func(c *Config) { c.Log.Level = "loud" }, `log.level: "loud": want debug, info, warn or error`},
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/room"
+	"github.com/robot-agent/robot-agent/volume"
 )
 
 func contextBackground() context.Context { return context.Background() }
@@ -81,7 +82,9 @@ type benchSource struct {
 	// spkGaps the speaker's (it plays nothing; speaker reports it).
 	gaps, spkGaps [][2]int
 	speaker       *nullSink
-	spkAtten      float64 // > 0: in spkGaps the speaker plays at this gain instead of nothing
+	spkAtten      float64      // > 0: in spkGaps the speaker plays at this gain instead of nothing
+	vol           *volume.Sink // Scenario.VolumeDownDB: the robot's volume, above the tap
+	volDown       float64      // its level in spkGaps (dB)
 	// reportLost: Lost reports whether the last Read overlapped a mic
 	// dropout (lost); else always false.
 	reportLost, lost bool
@@ -124,6 +127,17 @@ func (b *benchSource) Read(dst []int16) (int, error) {
 	blk := b.farBuf[:n]
 	b.farBlock(blk, b.spk)
 	down := overlaps(b.spkGaps, at, at+micFrame)
+	if b.vol != nil {
+		// Not a dropout: the robot's volume turned down meanwhile.
+		level := 0.0
+		if down {
+			level = b.volDown
+		}
+		if b.vol.DB() != level {
+			_ = b.vol.SetDB(level) // checked in Run
+		}
+		down = false
+	}
 	b.speaker.down = down
 	c1 := threadCPU()
 	b.out.Write(blk) // chain: the clip guard if any, the reference

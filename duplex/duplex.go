@@ -30,6 +30,7 @@ import (
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/room"
 	"github.com/robot-agent/robot-agent/vad"
+	"github.com/robot-agent/robot-agent/volume"
 )
 
 // Rates of the far end (TTS, what the player writes) and of the mic.
@@ -112,6 +113,12 @@ type Scenario struct {
 	// volume turned down and back up); it implies
 	// SpeakerDropoutUnreported.
 	SpeakerDropoutAttenDB float64
+	// VolumeDownDB > 0: the SpeakerDropoutMS windows are not dropouts but
+	// the robot's own volume control (package volume, above the reference
+	// tap, as in the agent) turned this many dB down; the speaker plays
+	// on. The same steps as SpeakerDropoutAttenDB, made where the agent
+	// makes them.
+	VolumeDownDB float64
 	// Seed for the barge-in positions.
 	Seed uint64
 	// Uplink, if non-nil, receives the uplink audio (16 kHz mono): every
@@ -293,6 +300,12 @@ func Run(s Scenario) (Result, error) {
 	if s.SpeakerDropoutAttenDB < 0 || math.IsNaN(s.SpeakerDropoutAttenDB) {
 		return Result{}, fmt.Errorf("%w: speaker dropout attenuation %g dB: want 0 (nothing plays) or more", ErrScenario, s.SpeakerDropoutAttenDB)
 	}
+	switch {
+	case s.VolumeDownDB != 0 && volume.Check(-s.VolumeDownDB) != nil:
+		return Result{}, fmt.Errorf("%w: volume down %g dB: want 0 (off) or up to %g", ErrScenario, s.VolumeDownDB, -volume.MinDB)
+	case s.VolumeDownDB > 0 && (s.SpeakerDropoutMS == 0 || s.SpeakerDropoutAttenDB > 0 || s.SpeakerDropoutUnreported):
+		return Result{}, fmt.Errorf("%w: volume down %g dB: needs the speaker dropouts' windows (SpeakerDropoutMS) and is instead of them (no attenuation, nothing unreported)", ErrScenario, s.VolumeDownDB)
+	}
 	if s.SpeakerDropoutMS < 0 || s.SpeakerDropoutMS > 0 && !(float64(s.SpeakerDropoutMS) < s.SpeakerDropoutEveryS*1000) {
 		return Result{}, fmt.Errorf("%w: speaker dropout of %d ms every %g s: want 0, or a length shorter than the period", ErrScenario, s.SpeakerDropoutMS, s.SpeakerDropoutEveryS)
 	}
@@ -410,6 +423,13 @@ func Run(s Scenario) (Result, error) {
 	}
 	src.dev = &deviceOut{Tap: aec.NewTap(spk, ref, clk)}
 	src.out = src.dev
+	if s.VolumeDownDB > 0 {
+		// Above the tap (and the clip guard), as in the agent.
+		if src.vol, err = volume.New(src.dev, 0, nil); err != nil {
+			return Result{}, err
+		}
+		src.out, src.volDown = src.vol, -s.VolumeDownDB
+	}
 	asrc := aec.NewSource(src, ref, canc, clk, s.Align)
 	var guard *clipguard.Sink
 	if s.ClipGuard != nil {
@@ -419,6 +439,12 @@ func Run(s Scenario) (Result, error) {
 			return Result{}, err
 		}
 		src.out = guard
+		if src.vol != nil {
+			if src.vol, err = volume.New(guard, 0, nil); err != nil {
+				return Result{}, err
+			}
+			src.out = src.vol
+		}
 	}
 	proc := &teeSource{AudioSource: asrc, out: make([]int16, total), dec: make([]int16, total), ds: asrc, guard: make([]bool, total/micFrame+1), guardOf: asrc}
 	sink := &benchSink{clk: clk, t0: clk.Mono(), uplink: make([]int16, total), scale: 1 / src.ratio}

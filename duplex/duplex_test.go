@@ -405,6 +405,40 @@ func TestSpeakerDropoutsDoNotMakeTheRobotInterruptItself(t *testing.T) {
 	}
 }
 
+// The robot's own volume turned 12 dB down and back up (VolumeDownDB: the
+// agent's volume control, above the reference tap) is no new echo path for
+// the canceller: no false barge-in; the same steps below the tap (the
+// speaker playing quieter, SpeakerDropoutAttenDB) make the robot interrupt
+// itself in this quiet room.
+func TestVolumeStepsAboveTheTapDoNotMakeTheRobotInterruptItself(t *testing.T) {
+	s := quietDefaultRoom(t, 12)
+	s.SpeakerDropoutMS, s.SpeakerDropoutEveryS, s.Align.SilentSpeaker = 4000, 10, true
+	for _, above := range []bool{false, true} {
+		s.VolumeDownDB, s.SpeakerDropoutAttenDB = 0, 12
+		if above {
+			s.VolumeDownDB, s.SpeakerDropoutAttenDB = 12, 0
+		}
+		r, err := Run(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("volume 12 dB down for 4 s every 10 s, above the tap %v: %d steps, %d false barge-ins in %d replies (%d within 5 s after a step)",
+			above, r.SpeakerDropouts, r.FalseBargeIns, s.Replies, r.FalseAfterSpeakerDropout)
+		switch {
+		case r.SpeakerDropouts < 5:
+			t.Fatalf("%d volume steps, want at least 5", r.SpeakerDropouts)
+		case above && r.FalseBargeIns != 0:
+			t.Errorf("above the tap: %d false barge-ins in %d replies, want 0", r.FalseBargeIns, s.Replies)
+		case !above && r.FalseAfterSpeakerDropout == 0:
+			t.Errorf("below the tap: no false barge-in after a step: the scene does not show what the volume control's place prevents")
+		}
+	}
+	s.VolumeDownDB, s.SpeakerDropoutAttenDB = 12, 6
+	if _, err := Run(s); !errors.Is(err, ErrScenario) {
+		t.Errorf("volume down with an attenuated speaker as well: %v, want ErrScenario", err)
+	}
+}
+
 // A mic that reports its dropouts (MicDropoutReported, as hw/portaudio's
 // Source does) has them taken for outages even in a room as quiet as
 // digital silence, where digital silence alone is the room: the canceller

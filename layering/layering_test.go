@@ -51,6 +51,7 @@ var rank = map[string]int{
 	"hw/sim": 3, "hw/portaudio": 3, "hw/camera": 3, "hw/host": 3, "hw/hwtest": 3,
 	"capture": 3, "playback": 3, "state": 3, "identity": 3, "skills": 3,
 	"duck":      3, // local ducking: a speaker decorator over hw
+	"volume":    3, // the robot's own volume: a speaker decorator over hw
 	"clipguard": 3, // lowers the voice when its echo clips the mic: a speaker decorator over hw
 	// Stages built on those.
 	"uplink": 4, "video": 4, "video/videotest": 4,

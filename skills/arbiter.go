@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -123,6 +124,8 @@ type Arbiter struct {
 	logged  map[string]bool
 	// lastOverride is the last override decision (mu).
 	lastOverride Override
+	// volume is the robot's volume control (mu), nil until SetVolume.
+	volume Volume
 
 	calls calls
 }
@@ -163,6 +166,21 @@ func New(cfg Config, outputs Outputs, emit device.Emitter, deps device.Deps) (*A
 	}
 	a.calls.init(a)
 	return a, nil
+}
+
+// Volume is the robot's own volume control (package volume's Sink, above
+// the echo canceller's reference).
+type Volume interface {
+	SetDB(db float64) error
+	DB() float64
+}
+
+// SetVolume gives audio.volume the control it sets. Without one the skill
+// answers unavailable. Any goroutine.
+func (a *Arbiter) SetVolume(v Volume) {
+	a.mu.Lock()
+	a.volume = v
+	a.mu.Unlock()
 }
 
 // SetLinkUp tells the arbiter whether the gateway link is up. On a
@@ -390,9 +408,49 @@ func (a *Arbiter) execute(ref, skill string, raw json.RawMessage, done func(json
 			done(a.blink(p, out, gen, stop, *args.Times, period))
 		}()
 		return nil
+	case SkillVolume:
+		return a.setVolume(raw, done)
 	}
 	// Unreachable: Config.Validate admits only the skills handled above.
 	return fail(protocol.CodeInternal, "skills: internal error: no executor for skill %q", skill)
+}
+
+// setVolume carries out audio.volume: exactly one of level_db (the level,
+// min_db..0) or change_db (added to the current level, the result held
+// within min_db..0); the result is the level set.
+func (a *Arbiter) setVolume(raw json.RawMessage, done func(json.RawMessage, error)) error {
+	var args struct {
+		Level  *float64 `json:"level_db"`
+		Change *float64 `json:"change_db"`
+	}
+	if err := decodeArgs(raw, &args, "level_db", "change_db"); err != nil {
+		return err
+	}
+	lo := a.cfg.Volume.MinDB
+	a.mu.Lock()
+	v := a.volume
+	a.mu.Unlock()
+	var db float64
+	switch {
+	case (args.Level == nil) == (args.Change == nil):
+		return fail(protocol.CodeBadArgument, "want exactly one of \"level_db\" (%g..0) and \"change_db\"", lo)
+	case args.Level != nil && (*args.Level < lo || *args.Level > 0):
+		return fail(protocol.CodeBadArgument, "field \"level_db\" is %g, want %g..0", *args.Level, lo)
+	case args.Change != nil && math.Abs(*args.Change) > -lo:
+		return fail(protocol.CodeBadArgument, "field \"change_db\" is %g, want %g..%g", *args.Change, lo, -lo)
+	case v == nil:
+		return fail(protocol.CodeUnavailable, "no volume control: the agent's speaker does not run through it")
+	case args.Level != nil:
+		db = *args.Level
+	default:
+		db = min(0, max(lo, v.DB()+*args.Change))
+	}
+	if err := v.SetDB(db); err != nil {
+		return fail(protocol.CodeDeviceError, "volume: %v", err)
+	}
+	res, _ := json.Marshal(map[string]any{"level_db": db})
+	done(res, nil)
+	return nil
 }
 
 // blink toggles out times times; it stops, leaving the output to whoever

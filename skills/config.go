@@ -2,6 +2,7 @@ package skills
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"time"
 
@@ -16,9 +17,12 @@ const (
 	// SkillBlink blinks an output and leaves it off:
 	// {"pin": "led_eyes", "times": 3, "period_ms": 400}.
 	SkillBlink = "gpio.blink"
+	// SkillVolume sets the robot's own volume (above the echo canceller's
+	// reference): {"level_db": -12} or {"change_db": 6}.
+	SkillVolume = "audio.volume"
 )
 
-var knownSkills = map[string]bool{SkillSet: true, SkillBlink: true}
+var knownSkills = map[string]bool{SkillSet: true, SkillBlink: true, SkillVolume: true}
 
 // Config configures the safety arbiter; the agent config embeds it under
 // "skills". Zero values mean the defaults.
@@ -33,6 +37,8 @@ type Config struct {
 	Burst      int     `yaml:"burst"`
 	// Blink bounds gpio.blink's arguments.
 	Blink BlinkLimits `yaml:"blink"`
+	// Volume bounds audio.volume.
+	Volume VolumeLimits `yaml:"volume"`
 	// FunctionCalls configures function calls the robot raises.
 	FunctionCalls FunctionCallConfig `yaml:"function_calls"`
 }
@@ -42,6 +48,13 @@ type BlinkLimits struct {
 	MaxTimes  int           `yaml:"max_times"`  // default 20
 	MinPeriod time.Duration `yaml:"min_period"` // default 100ms
 	MaxPeriod time.Duration `yaml:"max_period"` // default 5s
+}
+
+// VolumeLimits bounds audio.volume.
+type VolumeLimits struct {
+	// MinDB is the quietest level the gateway may set (default -40; -60..0).
+	// 0 dB is the voice as sent: the control only attenuates.
+	MinDB float64 `yaml:"min_db"`
 }
 
 // FunctionCallConfig configures robot-raised function calls.
@@ -78,6 +91,9 @@ func (c Config) Defaults() Config {
 	if b.MaxPeriod == 0 {
 		b.MaxPeriod = 5 * time.Second
 	}
+	if c.Volume.MinDB == 0 {
+		c.Volume.MinDB = DefaultVolumeMinDB
+	}
 	f := &c.FunctionCalls
 	if f.Policy == "" {
 		f.Policy = "arbitrate"
@@ -93,6 +109,13 @@ func (c Config) Defaults() Config {
 	}
 	return c
 }
+
+// DefaultVolumeMinDB is VolumeLimits.MinDB's default.
+const DefaultVolumeMinDB = -40.0
+
+// volumeFloorDB is the lowest VolumeLimits.MinDB (the volume package's
+// range).
+const volumeFloorDB = -60.0
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 
@@ -110,7 +133,7 @@ func (c Config) Validate() error {
 	for i, s := range c.Allow {
 		switch {
 		case !knownSkills[s]:
-			errs.Add(at("allow", i), s, fmt.Sprintf("want one of %s, %s", SkillSet, SkillBlink), "")
+			errs.Add(at("allow", i), s, fmt.Sprintf("want one of %s, %s, %s", SkillSet, SkillBlink, SkillVolume), "")
 		case seen[s]:
 			errs.Add(at("allow", i), s, "listed twice", "")
 		}
@@ -131,6 +154,9 @@ func (c Config) Validate() error {
 	}
 	if c.Burst < 1 || c.Burst > 1000 {
 		errs.Add(s+"burst", c.Burst, "want 1..1000", "")
+	}
+	if v := c.Volume.MinDB; math.IsNaN(v) || v < volumeFloorDB || v >= 0 {
+		errs.Add(s+"volume.min_db", v, fmt.Sprintf("want %g <= min_db < 0", volumeFloorDB), "")
 	}
 	b := c.Blink
 	if b.MaxTimes < 1 || b.MaxTimes > 1000 {

@@ -387,7 +387,7 @@ func TestConfigValidate(t *testing.T) {
 		c    skills.Config
 		want string
 	}{
-		{skills.Config{Allow: []string{"gpio.fly"}}, `skills.allow[0]: "gpio.fly": want one of gpio.set, gpio.blink`},
+		{skills.Config{Allow: []string{"gpio.fly"}}, `skills.allow[0]: "gpio.fly": want one of gpio.set, gpio.blink, audio.volume`},
 		{skills.Config{Allow: []string{"gpio.set", "gpio.set"}}, `skills.allow[1]: "gpio.set": listed twice`},
 		{skills.Config{Pins: []string{"GPIO17"}}, `skills.pins[0]: "GPIO17": want an output name from state.gpio.outputs`},
 		{skills.Config{RatePerSec: -1}, "skills.rate_per_sec: -1: want 0 < rate <= 1000"},

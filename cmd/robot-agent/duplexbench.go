@@ -20,6 +20,7 @@ import (
 	"github.com/robot-agent/robot-agent/duplex"
 	"github.com/robot-agent/robot-agent/room"
 	"github.com/robot-agent/robot-agent/vad"
+	"github.com/robot-agent/robot-agent/volume"
 )
 
 const duplexUsage = `Usage: robot-agent duplex-bench [flags]
@@ -68,6 +69,7 @@ type duplexFlags struct {
 	far, near, out, aecKinds, noise, noiseWAV, irWAV, vadKind, mode, suppression, echoPlayed, echoRecorded, irOut, webrtcDelay, uplink        string
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                                           int
 	spkDropAtten                                                                                                                              float64
+	volumeDown                                                                                                                                float64
 	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, silentSpeaker, vadFastOnset, spkDropUnreported, micDropReported bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                                              string
 	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup, micDropMS, spkDropMS                                                              int
@@ -176,6 +178,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.spkDropMS, "speaker-dropout-ms", 0, "the speaker plays nothing for this long (as while a USB speaker is gone and reopened; it reports itself down) every --speaker-dropout-every-s, the first at a --seed-chosen point (0: never)")
 	fs.Float64Var(&f.spkDropEvery, "speaker-dropout-every-s", duplex.DefaultMicDropoutEveryS, "with --speaker-dropout-ms: seconds from one dropout to the next")
 	fs.BoolVar(&f.spkDropUnreported, "speaker-dropout-unreported", false, "with --speaker-dropout-ms: the speaker does not report its dropouts (an amplifier that loses power, a mute switch)")
+	fs.Float64Var(&f.volumeDown, "volume-down-db", 0, "with --speaker-dropout-ms: the windows are not dropouts but the robot's own volume (playback.volume_db, skill audio.volume: above the echo canceller's reference) turned this many dB down, 0..60; the speaker plays on (compare --speaker-dropout-atten-db, the same step below the reference)")
 	fs.Float64Var(&f.spkDropAtten, "speaker-dropout-atten-db", 0, "with --speaker-dropout-ms: in the dropouts the speaker plays this many dB quieter instead of nothing, reporting itself up (a volume turned down and back up; 0: nothing plays)")
 	fs.Float64Var(&f.farDB, "far-dbfs", -20, "active level of the far end as played")
 	fs.Float64Var(&f.rc.DelayMS, "delay-ms", 60, "echo delay beyond the device latencies")
@@ -269,6 +272,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --speaker-dropout-atten-db %g: want 0 (nothing plays) or more\n", f.spkDropAtten)
 		return 2
 	}
+	if f.volumeDown != 0 && (!(f.volumeDown > 0 && f.volumeDown <= -volume.MinDB) || f.spkDropMS == 0 || f.spkDropAtten > 0 || f.spkDropUnreported) {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --volume-down-db %g: want 0..%g with --speaker-dropout-ms (its windows), without --speaker-dropout-atten-db or --speaker-dropout-unreported\n", f.volumeDown, -volume.MinDB)
+		return 2
+	}
 	if f.vadGradual > 1000 {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --vad-gradual-ms %d out of range: at most 1000 (negative: off)\n", f.vadGradual)
 		return 2
@@ -317,7 +324,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise, NoiseWAV: f.noiseWAV,
 			MicDropoutMS: f.micDropMS, MicDropoutEveryS: f.micDropEvery, MicDropoutReported: f.micDropReported,
-			SpeakerDropoutMS: f.spkDropMS, SpeakerDropoutEveryS: f.spkDropEvery, SpeakerDropoutUnreported: f.spkDropUnreported, SpeakerDropoutAttenDB: f.spkDropAtten,
+			SpeakerDropoutMS: f.spkDropMS, SpeakerDropoutEveryS: f.spkDropEvery, SpeakerDropoutUnreported: f.spkDropUnreported, SpeakerDropoutAttenDB: f.spkDropAtten, VolumeDownDB: f.volumeDown,
 			AEC:     k.opts,
 			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts), SilentSpeaker: k.ss},
 			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual, FastOnset: f.vadFastOnset}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
@@ -356,7 +363,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			}
 			notes = append(notes, n)
 		}
-		if r.SpeakerDropouts > 0 {
+		if r.SpeakerDropouts > 0 && f.volumeDown > 0 {
+			notes = append(notes, fmt.Sprintf("%s: the robot's volume %g dB down for %d ms %d times (every %g s; above the reference, the speaker playing on); %d of the false barge-ins started within 5 s after one", k.name, f.volumeDown, f.spkDropMS, r.SpeakerDropouts,
+				f.spkDropEvery, r.FalseAfterSpeakerDropout))
+		} else if r.SpeakerDropouts > 0 {
 			how := map[bool]string{false: "reported", true: "not reported"}[f.spkDropUnreported]
 			if f.spkDropAtten > 0 {
 				how = fmt.Sprintf("%g dB quieter, not reported", f.spkDropAtten)

@@ -53,6 +53,9 @@ func TestDuplexBenchStartupFailures(t *testing.T) {
 		{[]string{"--speaker-dropout-ms", "100", "--speaker-dropout-every-s", "-2"}, "--speaker-dropout-ms 100 every --speaker-dropout-every-s -2"},
 		{[]string{"--speaker-dropout-ms", "-1"}, "--speaker-dropout-ms -1"},
 		{[]string{"--speaker-dropout-ms", "100", "--speaker-dropout-atten-db", "-3"}, "--speaker-dropout-atten-db -3: want 0 (nothing plays) or more"},
+		{[]string{"--speaker-dropout-ms", "100", "--volume-down-db", "70"}, "--volume-down-db 70: want 0..60 with --speaker-dropout-ms"},
+		{[]string{"--volume-down-db", "6"}, "--volume-down-db 6: want 0..60 with --speaker-dropout-ms (its windows)"},
+		{[]string{"--speaker-dropout-ms", "100", "--speaker-dropout-atten-db", "6", "--volume-down-db", "6"}, "without --speaker-dropout-atten-db or --speaker-dropout-unreported"},
 	} {
 		code, _, errs := runCLI(append([]string{"duplex-bench"}, tc.args...)...)
 		lines := strings.Split(strings.TrimSpace(errs), "\n")
@@ -484,6 +487,53 @@ func TestNoiseNoteFindsTheLoudestSound(t *testing.T) {
 	}
 }
 
+// uplinkSteps reads the uplink WAV at out and returns the lowest and
+// highest level of its 10 ms blocks after the bench's 1 s lead (until the
+// 14th second) and how many blocks lie within 1.5 dB of downDB under the
+// highest.
+func uplinkSteps(t *testing.T, out string, downDB float64) (lo, hi float64, quiet int) {
+	t.Helper()
+	a, err := wav.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := a.Mono()
+	var levels []float64
+	for b := 110; (b+1)*160 <= len(s) && b < 1400; b++ {
+		var e float64
+		for _, v := range s[b*160 : (b+1)*160] {
+			e += float64(v) * float64(v)
+		}
+		levels = append(levels, 10*math.Log10(e/160+1e-9))
+	}
+	hi, lo = slices.Max(levels), slices.Min(levels)
+	for _, l := range levels {
+		if math.Abs(l-(hi-downDB)) < 1.5 {
+			quiet++
+		}
+	}
+	return lo, hi, quiet
+}
+
+// --volume-down-db: the dropout windows are the robot's own volume turned
+// down instead (above the reference tap); the note says so, and with a
+// steady tone in a dry room and no canceller the uplink is that much
+// quieter in them.
+func TestDuplexBenchVolumeDown(t *testing.T) {
+	dir := t.TempDir()
+	far, out := filepath.Join(dir, "tone.wav"), filepath.Join(dir, "up.wav")
+	writeTone(t, far, 24000, 1, 440, 5, 0.3)
+	code, stdout, errs := runCLI("duplex-bench", "--replies", "3", "--gap-ms", "0", "--rt60", "0", "--far", far, "--aec", "none", "--mode", "continuous",
+		"--speaker-dropout-ms", "500", "--speaker-dropout-every-s", "3", "--volume-down-db", "20", "--out", out)
+	if code != 0 || !regexp.MustCompile(`none: the robot's volume 20 dB down for 500 ms \d+ times \(every 3 s; above the reference`).MatchString(stdout) {
+		t.Fatalf("exit %d, stderr %q, no volume note in\n%s", code, errs, stdout)
+	}
+	lo, hi, quiet := uplinkSteps(t, out, 20)
+	if hi-lo < 18 || hi-lo > 22 || quiet < 4*40 {
+		t.Errorf("uplink levels from %.1f to %.1f dB, %d blocks 20 dB under the loudest; want a 20 dB range and at least 4 windows of 500 ms there", lo, hi, quiet)
+	}
+}
+
 // --speaker-dropout-atten-db: in the dropouts the speaker plays that many
 // dB quieter instead of nothing (a volume turned down and back up), and
 // the note says so: with a steady tone as the reply in a dry room and no
@@ -498,27 +548,7 @@ func TestDuplexBenchSpeakerDropoutAttenuation(t *testing.T) {
 	if code != 0 || !regexp.MustCompile(`none: \d+ speaker dropouts of 500 ms \(20 dB quieter, not reported, every 3 s\)`).MatchString(stdout) {
 		t.Fatalf("exit %d, stderr %q, no dropout note in\n%s", code, errs, stdout)
 	}
-	a, err := wav.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Levels of 10 ms blocks after the bench's 1 s lead, until the tone ends.
-	s := a.Mono()
-	var levels []float64
-	for b := 110; (b+1)*160 <= len(s) && b < 1400; b++ {
-		var e float64
-		for _, v := range s[b*160 : (b+1)*160] {
-			e += float64(v) * float64(v)
-		}
-		levels = append(levels, 10*math.Log10(e/160+1e-9))
-	}
-	hi, lo := slices.Max(levels), slices.Min(levels)
-	var quiet int
-	for _, l := range levels {
-		if math.Abs(l-(hi-20)) < 1.5 {
-			quiet++
-		}
-	}
+	lo, hi, quiet := uplinkSteps(t, out, 20)
 	if hi-lo < 18 || hi-lo > 22 || quiet < 4*45 {
 		t.Errorf("uplink levels from %.1f to %.1f dB, %d blocks 20 dB under the loudest; want a 20 dB range and at least 4 dropouts of 500 ms there", lo, hi, quiet)
 	}

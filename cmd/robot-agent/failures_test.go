@@ -183,7 +183,7 @@ func TestConfigProblemsAllAtOnce(t *testing.T) {
 		`robot-agent: audio_devices.half_duplex: "maybe": want gate, mute or off` + "\n",
 		"robot-agent: audio_devices.period_ms: 0: want 1..100\n",
 		"robot-agent: camera.fps: 0: want 1..120\n",
-		`robot-agent: skills.allow[0]: "gpio.sett": want one of gpio.set, gpio.blink` + "\n",
+		`robot-agent: skills.allow[0]: "gpio.sett": want one of gpio.set, gpio.blink, audio.volume` + "\n",
 		"robot-agent: identity.min_confidence: 2: want 0..1\n",
 	} {
 		if !strings.Contains(stderr, want) {

@@ -79,6 +79,9 @@ func (a *agent) setupRobot() error {
 		return err
 	}
 	r.set.Raiser(r.arb)
+	if a.volume != nil {
+		r.arb.SetVolume(a.volume) // audio.volume, where the config allows it
+	}
 	a.client.AddObserver(r.arb)
 	a.control.skills, a.control.arbiter = r.arb, r.arb
 	if r.sim != nil {

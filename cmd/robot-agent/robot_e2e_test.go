@@ -28,6 +28,7 @@ import (
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/gateway"
+	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/hw/sim"
 	"github.com/robot-agent/robot-agent/identity"
 	"github.com/robot-agent/robot-agent/metrics"
@@ -35,6 +36,7 @@ import (
 	simgpio "github.com/robot-agent/robot-agent/state/gpio"
 	"github.com/robot-agent/robot-agent/state/modules"
 	"github.com/robot-agent/robot-agent/uplink"
+	"github.com/robot-agent/robot-agent/volume"
 )
 
 // Pins of modules.SimConfig.
@@ -622,6 +624,53 @@ func TestRobotSkillsDriveGPIO(t *testing.T) {
 	}
 	if n := len(received[*protocol.SkillResult](r.a.gw, nil)); n != 10 {
 		t.Fatalf("gateway got %d skill_results for 10 skills, want exactly one each", n)
+	}
+	r.drained(t)
+}
+
+// TestRobotVolumeSkill: the gateway's audio.volume sets the robot's own
+// volume (the level the speaker chain applies, and its gauge); a level out
+// of range is refused with the field and value named and changes nothing.
+func TestRobotVolumeSkill(t *testing.T) {
+	r := startRobot(t, rigOptions{})
+	// Above the echo canceller's tap (with a canceller built in): walking
+	// down from the volume reaches it.
+	t.Logf("echo canceller tap: %v", r.a.aecTap != nil)
+	if r.a.aecTap != nil {
+		found := false
+		for k := hw.AudioSink(r.a.volume); k != nil && !found; {
+			u, ok := k.(interface{ Unwrap() hw.AudioSink })
+			if !ok {
+				break
+			}
+			k = u.Unwrap()
+			found = k == hw.AudioSink(r.a.aecTap)
+		}
+		if !found {
+			t.Fatal("the volume is not above the echo canceller's reference tap")
+		}
+	}
+	s := r.session(t)
+	res := r.skillResult(t, sendSkill(t, s, "audio.volume", `{"level_db":-20}`), 3*time.Second)
+	if !res.OK || string(res.Result) != `{"level_db":-20}` {
+		t.Fatalf("audio.volume -20: result %+v (error %+v), want ok {level_db:-20}", res, res.Error)
+	}
+	if got := r.a.volume.DB(); got != -20 {
+		t.Fatalf("volume %g dB after the skill, want -20", got)
+	}
+	if v := r.reg.Value(volume.MetricLevel); v != -20 {
+		t.Fatalf("%s = %v, want -20", volume.MetricLevel, v)
+	}
+	res = r.skillResult(t, sendSkill(t, s, "audio.volume", `{"change_db":8}`), 3*time.Second)
+	if !res.OK || string(res.Result) != `{"level_db":-12}` {
+		t.Fatalf("audio.volume +8: result %+v (error %+v), want ok {level_db:-12}", res, res.Error)
+	}
+	res = r.skillResult(t, sendSkill(t, s, "audio.volume", `{"level_db":6}`), 3*time.Second)
+	if res.OK || res.Error == nil || res.Error.Code != protocol.CodeBadArgument || !strings.Contains(res.Error.Msg, `"level_db" is 6`) {
+		t.Fatalf("audio.volume +6: result %+v error %+v, want bad_argument naming level_db 6", res, res.Error)
+	}
+	if got := r.a.volume.DB(); got != -12 {
+		t.Fatalf("volume %g dB after a refused call, want -12 kept", got)
 	}
 	r.drained(t)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/robot-agent/robot-agent/playback"
 	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/uplink"
+	"github.com/robot-agent/robot-agent/volume"
 )
 
 const runUsage = `Usage: robot-agent run [flags]
@@ -233,6 +234,7 @@ type agent struct {
 	aecSrc   *aec.Source    // full duplex: the cancelling mic (nil: no canceller)
 	aecTap   *aec.Tap       // full duplex: the speaker tap (nil: no canceller)
 	ducker   *duck.Sink     // full duplex with local ducking (nil: off)
+	volume   *volume.Sink   // the robot's own volume, above the tap (playback.volume_db, skill audio.volume)
 	player   *playback.Player
 	pump     *capture.Pump
 	client   *uplink.Client
@@ -286,6 +288,14 @@ func (a *agent) build() (err error) {
 	if err != nil {
 		return err
 	}
+	// The robot's own volume sits above every tap (the echo canceller's
+	// reference, the half-duplex gate's): the reference holds the voice at
+	// the level the device plays, so a change of volume is not a new echo
+	// path to the canceller (docs/audio.md "The robot's own volume").
+	if a.volume, err = volume.New(a.speaker, cfg.Playback.VolumeDB, reg); err != nil {
+		return err
+	}
+	a.speaker = a.volume
 	// The service watchdog pings only while the main loops run: the
 	// capture loop gets audio back from the mic, the playback loop hands
 	// periods to the speaker (both every few ms), the uplink beats each

@@ -58,7 +58,7 @@ support:
 		{"state", `state.imu.sample_hz: 5000: want 1..1000`},
 		{"state", `state.battery.poll: 1ms: want 100ms..10m`},
 		{"state", `state.thermal.zones[0]: "": must not be empty (a zone type such as cpu-thermal)`},
-		{"skills", `skills.allow[0]: "gpio.fly": want one of gpio.set, gpio.blink`},
+		{"skills", `skills.allow[0]: "gpio.fly": want one of gpio.set, gpio.blink, audio.volume`},
 		{"skills", `skills.allow[2]: "gpio.set": listed twice`},
 		{"skills", `skills.pins[0]: "GPIO17": want an output name from state.gpio.outputs (a logical name such as led_eyes, not a pin number)`},
 		{"skills", `skills.burst: -1: want 1..1000`},

@@ -210,7 +210,7 @@ func SimConfig(socketPath string) (Config, skills.Config, identity.Config) {
 		Battery: sysfs.BatteryConfig{Enabled: true},
 		Thermal: sysfs.ThermalConfig{Enabled: true},
 	}
-	sk := skills.Config{Allow: []string{skills.SkillSet, skills.SkillBlink}, Pins: []string{"led_eyes"}}
+	sk := skills.Config{Allow: []string{skills.SkillSet, skills.SkillBlink, skills.SkillVolume}, Pins: []string{"led_eyes"}}
 	id := identity.Config{Socket: socketPath, Absence: 20 * time.Second, GreetCooldown: 30 * time.Second}
 	return st, sk, id
 }
