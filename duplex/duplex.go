@@ -423,13 +423,6 @@ func Run(s Scenario) (Result, error) {
 	}
 	src.dev = &deviceOut{Tap: aec.NewTap(spk, ref, clk)}
 	src.out = src.dev
-	if s.VolumeDownDB > 0 {
-		// Above the tap (and the clip guard), as in the agent.
-		if src.vol, err = volume.New(src.dev, 0, nil); err != nil {
-			return Result{}, err
-		}
-		src.out, src.volDown = src.vol, -s.VolumeDownDB
-	}
 	asrc := aec.NewSource(src, ref, canc, clk, s.Align)
 	var guard *clipguard.Sink
 	if s.ClipGuard != nil {
@@ -439,12 +432,13 @@ func Run(s Scenario) (Result, error) {
 			return Result{}, err
 		}
 		src.out = guard
-		if src.vol != nil {
-			if src.vol, err = volume.New(guard, 0, nil); err != nil {
-				return Result{}, err
-			}
-			src.out = src.vol
+	}
+	if s.VolumeDownDB > 0 {
+		// Above the tap and the clip guard, as in the agent.
+		if src.vol, err = volume.New(src.out, 0, nil); err != nil {
+			return Result{}, err
 		}
+		src.out, src.volDown = src.vol, -s.VolumeDownDB
 	}
 	proc := &teeSource{AudioSource: asrc, out: make([]int16, total), dec: make([]int16, total), ds: asrc, guard: make([]bool, total/micFrame+1), guardOf: asrc}
 	sink := &benchSink{clk: clk, t0: clk.Mono(), uplink: make([]int16, total), scale: 1 / src.ratio}
