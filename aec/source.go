@@ -1,6 +1,7 @@
 package aec
 
 import (
+	"errors"
 	"math"
 	"sync/atomic"
 	"time"
@@ -262,6 +263,8 @@ type Source struct {
 	rv               *reverb.Tail  // the reverberation guard's model (ReverbGuardMS), nil: off
 	rvHeld           atomic.Int64  // reads it held
 	rvRT60           atomic.Uint64 // the learnt RT60 (float64 bits), for other goroutines
+	rvLevel          atomic.Uint64 // and its level (reverb.Model.LevelDB, float64 bits)
+	rvReady          atomic.Bool   // the model is learnt (or restored)
 	farHang          int           // samples the far end still counts as playing (echo tail, suppressor release)
 	farSince         int           // samples since the far end started playing after a pause
 	erl              float64       // learned echo path energy gain (mic/far on echo-only reads), 0: unknown
@@ -773,7 +776,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 			startEcho = true
 			s.rvHeld.Add(1)
 		}
-		s.rvRT60.Store(math.Float64bits(s.rv.RT60()))
+		s.storeRoom()
 	}
 	if refLate && !echo {
 		// The speaker was handed the far end's audio that the reference
@@ -958,6 +961,46 @@ const reverbSilentMS = 200
 // ReverbHeld counts the reads the reverberation guard held
 // (ReverbGuardMS): they would have started an utterance.
 func (s *Source) ReverbHeld() int64 { return s.rvHeld.Load() }
+
+// storeRoom publishes the reverberation model for other goroutines (Room,
+// RoomRT60).
+func (s *Source) storeRoom() {
+	s.rvRT60.Store(math.Float64bits(s.rv.RT60()))
+	if m, ok := s.rv.Model(); ok {
+		s.rvLevel.Store(math.Float64bits(m.LevelDB))
+		s.rvReady.Store(true)
+	}
+}
+
+// ErrNoReverbGuard: RestoreRoom on a Source without the reverberation
+// guard (SourceConfig.ReverbGuardMS 0).
+var ErrNoReverbGuard = errors.New("aec: the reverberation guard is off: no room model to restore")
+
+// RestoreRoom starts the reverberation guard from a room model learnt
+// before (Room, kept across a restart): it holds the tail of the robot's
+// voice from its first reply instead of after the room's first long
+// pauses, and learns on from the room as usual. Call it before the first
+// Read. A model outside reverb's limits is refused (reverb.ErrModel).
+func (s *Source) RestoreRoom(m reverb.Model) error {
+	if s.rv == nil {
+		return ErrNoReverbGuard
+	}
+	if err := s.rv.Restore(m); err != nil {
+		return err
+	}
+	s.storeRoom()
+	return nil
+}
+
+// Room is the reverberation guard's room model, and whether there is one
+// (learnt, or restored by RestoreRoom), to keep across restarts. Any
+// goroutine.
+func (s *Source) Room() (reverb.Model, bool) {
+	if !s.rvReady.Load() {
+		return reverb.Model{}, false
+	}
+	return reverb.Model{RT60: math.Float64frombits(s.rvRT60.Load()), LevelDB: math.Float64frombits(s.rvLevel.Load())}, true
+}
 
 // RoomRT60 is the reverberation time the reverberation guard has learnt
 // from the mic, 0 while unknown or with the guard off.

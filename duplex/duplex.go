@@ -28,6 +28,7 @@ import (
 	"github.com/robot-agent/robot-agent/clipguard"
 	"github.com/robot-agent/robot-agent/clock"
 	"github.com/robot-agent/robot-agent/hw"
+	"github.com/robot-agent/robot-agent/reverb"
 	"github.com/robot-agent/robot-agent/room"
 	"github.com/robot-agent/robot-agent/vad"
 	"github.com/robot-agent/robot-agent/volume"
@@ -75,6 +76,9 @@ type Scenario struct {
 	// AEC is the canceller; Align its alignment.
 	AEC   aec.Options
 	Align aec.SourceConfig
+	// RoomModel is a room model learnt before (aec.Source.Room, kept across a
+	// restart) the reverberation guard starts from; nil: learnt afresh.
+	RoomModel *reverb.Model
 	// Capture is the pump configuration (mode vad for barge-in metrics).
 	Capture capture.Config
 	// SpeakerClock: the agent's clock is the speaker's rather than the
@@ -184,6 +188,7 @@ type Result struct {
 	EchoClips                  int64         // mic frames the robot's echo clipped (aec.Source.EchoClips)
 	ReverbHeld                 int64         // reads the reverberation guard held (aec.Source.ReverbHeld)
 	RoomRT60                   float64       // the reverberation time it learnt (s; 0: off or unknown)
+	RoomModel                  *reverb.Model // its room model at the end (aec.Source.Room), nil: none
 	ClipBackoffDB              float64       // how far the clip guard lowered the voice at the end (0: off or never)
 }
 
@@ -424,6 +429,11 @@ func Run(s Scenario) (Result, error) {
 	src.dev = &deviceOut{Tap: aec.NewTap(spk, ref, clk)}
 	src.out = src.dev
 	asrc := aec.NewSource(src, ref, canc, clk, s.Align)
+	if s.RoomModel != nil {
+		if err := asrc.RestoreRoom(*s.RoomModel); err != nil {
+			return Result{}, fmt.Errorf("duplex: %w", err)
+		}
+	}
 	var guard *clipguard.Sink
 	if s.ClipGuard != nil {
 		// Above the tap, as in the agent: the room plays what the
@@ -463,6 +473,9 @@ func Run(s Scenario) (Result, error) {
 	}
 
 	res := Result{AEC: canc.Kind(), VAD: pump.Config().VAD.Detector, Seconds: float64(total) / NearRate, DelayEstimate: asrc.EstimatedDelay(), DelayShifts: asrc.Shifts(), GuardDB: asrc.GuardDB(), DriftPPM: asrc.DriftPPM(), EchoClips: asrc.EchoClips(), ReverbHeld: asrc.ReverbHeld(), RoomRT60: asrc.RoomRT60(), MicLostReads: asrc.LostReads()}
+	if m, ok := asrc.Room(); ok {
+		res.RoomModel = &m
+	}
 	if guard != nil {
 		res.ClipBackoffDB = guard.BackoffDB()
 	}

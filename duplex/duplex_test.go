@@ -467,3 +467,46 @@ func TestReportedMicDropoutsReachTheCanceller(t *testing.T) {
 		}
 	}
 }
+
+// The room kept across a restart (aec.Source.Room, the agent's
+// duplex.room_file): in a quiet reverberant room the reverberation guard
+// needs the first reply's long pauses to learn the room, and until then the
+// tail of the robot's voice starts utterances of its own (one in the first
+// two replies of most starts). Started from the model a previous run
+// learnt in the same room, it holds them from the first word.
+func TestRestoredRoomKeepsTheFirstRepliesFromInterruptingTheRobot(t *testing.T) {
+	s := quietReverberantRoom(t)
+	s.Align.ReverbGuardMS = s.AEC.FilterMS()
+	seeds := []uint64{1, 3, 8} // of 1-8, those whose cold start interrupts itself (1 each; the others 0 either way)
+	var cold, warm int
+	for _, seed := range seeds {
+		s.Room.Seed = seed
+		s.Replies, s.RoomModel = 12, nil
+		learnt, err := Run(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if learnt.RoomModel == nil {
+			t.Fatalf("room seed %d: nothing learnt in %d replies", seed, s.Replies)
+		}
+		s.Replies = 2
+		c, err := Run(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.RoomModel = learnt.RoomModel
+		w, err := Run(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("room seed %d (learnt RT60 %.2f s): false barge-ins in the first 2 replies: %d cold, %d from the kept room", seed, learnt.RoomModel.RT60, c.FalseBargeIns, w.FalseBargeIns)
+		cold += c.FalseBargeIns
+		warm += w.FalseBargeIns
+	}
+	if cold < 2 {
+		t.Fatalf("%d false barge-ins in the cold starts: the scene does not show the problem", cold)
+	}
+	if warm != 0 {
+		t.Errorf("%d false barge-ins from the kept room (cold %d), want 0", warm, cold)
+	}
+}

@@ -31,8 +31,9 @@ var rank = map[string]int{
 	"quantile":            0, // running quantile trackers (the AEC's thresholds, the reverberation model)
 	"gainramp":            0, // a gain ramped frame by frame (the speaker's level stages)
 	// Shared types and the device seams.
-	"reverb": 1, // late reverberation model (the AEC's reverberation guard)
-	"device": 1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1, "vad": 1,
+	"reverb":   1, // late reverberation model (the AEC's reverberation guard)
+	"roomfile": 2, // the reverberation model kept across restarts (a file)
+	"device":   1, "codec/wav": 1, "sdnotify": 1, "state/statetest": 1, "vad": 1,
 	// The configuration file's schema: no pipeline stage or driver (see
 	// confined).
 	"config":      1,

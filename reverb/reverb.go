@@ -30,6 +30,8 @@
 package reverb
 
 import (
+	"errors"
+	"fmt"
 	"math"
 
 	"github.com/robot-agent/robot-agent/quantile"
@@ -209,3 +211,69 @@ func (t *Tail) RT60() float64 {
 
 // Ready reports whether Push predicts (the room is learnt).
 func (t *Tail) Ready() bool { return t.level.Ready() }
+
+// Model is what a Tail has learnt of a room, to keep across restarts (a
+// robot's speaker, mic and room change rarely; learning them again takes
+// the first long pauses of its first reply, and until then the tail of its
+// own voice in a reverberant room is not told from a user's).
+type Model struct {
+	// RT60 is the reverberation time, s.
+	RT60 float64 `json:"rt60_s"`
+	// LevelDB is the late reverberation's level: the mic's energy in a
+	// pause over the decayed sum of the far end's (A, dB).
+	LevelDB float64 `json:"level_db"`
+}
+
+// Model limits: a restored model outside them is refused (ErrModel).
+const (
+	MinRT60 = -60.0 / steepestDB * FrameMS / 1000 // 0.1 s
+	MaxRT60 = -60.0 / flattestDB * FrameMS / 1000 // 6 s
+	// MaxLevelDB bounds LevelDB's magnitude.
+	MaxLevelDB = 60.0
+)
+
+// ErrModel reports a model outside the limits.
+var ErrModel = errors.New("reverb: model out of range")
+
+// Check returns ErrModel, naming the value, for a model outside the
+// limits.
+func (m Model) Check() error {
+	switch {
+	case !(m.RT60 >= MinRT60 && m.RT60 <= MaxRT60):
+		return fmt.Errorf("%w: rt60_s %v not in [%.1f, %.0f]", ErrModel, m.RT60, MinRT60, MaxRT60)
+	case !(math.Abs(m.LevelDB) <= MaxLevelDB):
+		return fmt.Errorf("%w: level_db %v not in [-%.0f, %.0f]", ErrModel, m.LevelDB, MaxLevelDB, MaxLevelDB)
+	}
+	return nil
+}
+
+// priorSpread is the weight of a restored decay, in the pooled pauses'
+// spread (Σ(x−x̄)², frames²): readySpread, as little as makes the model
+// ready. One free decay of 300 ms in the room the robot is in now has
+// about 2 000, so the first long pause outweighs a model from another room.
+const priorSpread = readySpread
+
+// Model returns the learnt model, and false until the room is learnt
+// (Ready).
+func (t *Tail) Model() (Model, bool) {
+	if !t.Ready() || !t.decayReady() {
+		return Model{}, false
+	}
+	return Model{RT60: t.RT60(), LevelDB: t.level.Value()}, true
+}
+
+// Restore starts a new Tail from a model learnt before (Model): it
+// predicts at once, and learns on from the room's pauses as usual. Call
+// it before the first Push. A model outside the limits is refused.
+func (t *Tail) Restore(m Model) error {
+	if err := m.Check(); err != nil {
+		return err
+	}
+	decay := -60 / (m.RT60 * 1000 / FrameMS) // dB per frame
+	t.cxx, t.cxy = priorSpread, decay*priorSpread
+	t.level = quantile.NewStarted(0.5, levelStepDB, startFrames)
+	for range startFrames {
+		t.level.Push(m.LevelDB)
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package reverb
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -261,5 +262,77 @@ func BenchmarkTailPush(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		k := i % len(far)
 		tl.Push(far[k], mic[k], r.noise)
+	}
+}
+
+// A Tail restored from the model another learnt of the same room predicts
+// from its first frame what the learnt one predicts (a new one predicts
+// nothing until its first long pauses); restored from another room's, it
+// learns the room it is in from its pauses.
+func TestRestoredModelPredictsAtOnceAndGivesWayToTheRoom(t *testing.T) {
+	const lag = 25
+	r := room{rt60: 0.8, drrDB: -1, noise: 1e-9, scatter: 0.5, seed: 5}
+	far, mic, _ := r.run(12000, lag)
+	learnt := New(lag * FrameMS)
+	for i := range far {
+		learnt.Push(far[i], mic[i], r.noise)
+	}
+	m, ok := learnt.Model()
+	if !ok {
+		t.Fatal("not learnt in 2 minutes")
+	}
+	if math.Abs(m.RT60-0.8) > 0.12 {
+		t.Fatalf("learnt %+v, want RT60 0.8 s", m)
+	}
+	// The same room again (another stretch of speech), from the start.
+	far2, mic2, late2 := room{rt60: 0.8, drrDB: -1, noise: 1e-9, scatter: 0.5, seed: 6}.run(500, lag)
+	cold, warm := New(lag*FrameMS), New(lag*FrameMS)
+	if err := warm.Restore(m); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := warm.Model(); !ok || math.Abs(got.RT60-m.RT60) > 1e-9 || got.LevelDB != m.LevelDB {
+		t.Fatalf("restored model %+v (%v), want %+v", got, ok, m)
+	}
+	var coldE, warmE, lateE float64
+	for i := range 300 { // the first 3 s
+		coldE += cold.Push(far2[i], mic2[i], r.noise)
+		warmE += warm.Push(far2[i], mic2[i], r.noise)
+		lateE += late2[i]
+	}
+	t.Logf("first 3 s: late reverberation predicted cold %.3g, restored %.3g, true %.3g", coldE, warmE, lateE)
+	if coldE != 0 {
+		t.Errorf("a new Tail predicted %.3g in its first 3 s, want 0 (it needs pauses to learn)", coldE)
+	}
+	if d := 10 * math.Log10(warmE/lateE); math.Abs(d) > 3 {
+		t.Errorf("restored: predicted late energy %+.1f dB from the room's, want within 3 dB", d)
+	}
+
+	// A model from a dead room (0.3 s) restored in this one: its pauses
+	// take over.
+	dead := New(lag * FrameMS)
+	if err := dead.Restore(Model{RT60: 0.3, LevelDB: m.LevelDB}); err != nil {
+		t.Fatal(err)
+	}
+	far3, mic3, _ := room{rt60: 0.8, drrDB: -1, noise: 1e-9, scatter: 0.5, seed: 7}.run(3000, lag) // 30 s
+	for i := range far3 {
+		dead.Push(far3[i], mic3[i], r.noise)
+	}
+	if got := dead.RT60(); math.Abs(got-0.8) > 0.15*0.8 {
+		t.Errorf("restored from a 0.3 s room, after 30 s in a 0.8 s one: RT60 %.2f s, want 0.8 ±15 %%", got)
+	}
+}
+
+func TestRestoreRefusesAModelOutOfRange(t *testing.T) {
+	for _, m := range []Model{{RT60: 0.05}, {RT60: 7}, {RT60: math.NaN()}, {RT60: 0.5, LevelDB: 61}, {RT60: 0.5, LevelDB: math.Inf(-1)}} {
+		tl := New(250)
+		if err := tl.Restore(m); !errors.Is(err, ErrModel) {
+			t.Errorf("%+v: %v, want ErrModel", m, err)
+		}
+		if tl.Ready() {
+			t.Errorf("%+v: refused, but the Tail is ready", m)
+		}
+	}
+	if _, ok := New(250).Model(); ok {
+		t.Error("a new Tail has a model")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,7 +19,9 @@ import (
 	"github.com/robot-agent/robot-agent/codec/pcm"
 	"github.com/robot-agent/robot-agent/codec/wav"
 	"github.com/robot-agent/robot-agent/duplex"
+	"github.com/robot-agent/robot-agent/reverb"
 	"github.com/robot-agent/robot-agent/room"
+	"github.com/robot-agent/robot-agent/roomfile"
 	"github.com/robot-agent/robot-agent/vad"
 	"github.com/robot-agent/robot-agent/volume"
 )
@@ -70,6 +73,7 @@ type duplexFlags struct {
 	replies, gapMS, vadMode, seed, tailMS, marginMS                                                                                           int
 	spkDropAtten                                                                                                                              float64
 	volumeDown                                                                                                                                float64
+	roomFile                                                                                                                                  string
 	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, silentSpeaker, vadFastOnset, spkDropUnreported, micDropReported bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                                              string
 	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup, micDropMS, spkDropMS                                                              int
@@ -178,6 +182,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.spkDropMS, "speaker-dropout-ms", 0, "the speaker plays nothing for this long (as while a USB speaker is gone and reopened; it reports itself down) every --speaker-dropout-every-s, the first at a --seed-chosen point (0: never)")
 	fs.Float64Var(&f.spkDropEvery, "speaker-dropout-every-s", duplex.DefaultMicDropoutEveryS, "with --speaker-dropout-ms: seconds from one dropout to the next")
 	fs.BoolVar(&f.spkDropUnreported, "speaker-dropout-unreported", false, "with --speaker-dropout-ms: the speaker does not report its dropouts (an amplifier that loses power, a mute switch)")
+	fs.StringVar(&f.roomFile, "room-file", "", "the room the reverberation guard learnt, kept across runs as the agent keeps it across restarts (duplex.room_file): read at the start if it exists, written at the end; needs one --aec kind with the guard on")
 	fs.Float64Var(&f.volumeDown, "volume-down-db", 0, "with --speaker-dropout-ms: the windows are not dropouts but the robot's own volume (playback.volume_db, skill audio.volume: above the echo canceller's reference) turned this many dB down, 0..60; the speaker plays on (compare --speaker-dropout-atten-db, the same step below the reference)")
 	fs.Float64Var(&f.spkDropAtten, "speaker-dropout-atten-db", 0, "with --speaker-dropout-ms: in the dropouts the speaker plays this many dB quieter instead of nothing, reporting itself up (a volume turned down and back up; 0: nothing plays)")
 	fs.Float64Var(&f.farDB, "far-dbfs", -20, "active level of the far end as played")
@@ -243,6 +248,21 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		kinds = append(kinds, v)
+	}
+	if f.roomFile != "" && (len(kinds) != 1 || !kinds[0].rg || kinds[0].opts.Kind == aec.KindNone) {
+		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --room-file %s: needs exactly one --aec canceller (not none) with the reverberation guard on, have --aec %s\n", f.roomFile, f.aecKinds)
+		return 2
+	}
+	var roomModel *reverb.Model
+	if f.roomFile != "" {
+		m, err := roomfile.Load(f.roomFile, benchDevices)
+		switch {
+		case err == nil:
+			roomModel = &m
+		case !errors.Is(err, os.ErrNotExist):
+			fmt.Fprintln(stderr, "robot-agent: duplex-bench: --room-file:", err)
+			return 2
+		}
 	}
 	if !slices.Contains(room.NoiseKinds, f.noise) {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --noise %q is not one of %v\n", f.noise, room.NoiseKinds)
@@ -325,9 +345,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise, NoiseWAV: f.noiseWAV,
 			MicDropoutMS: f.micDropMS, MicDropoutEveryS: f.micDropEvery, MicDropoutReported: f.micDropReported,
 			SpeakerDropoutMS: f.spkDropMS, SpeakerDropoutEveryS: f.spkDropEvery, SpeakerDropoutUnreported: f.spkDropUnreported, SpeakerDropoutAttenDB: f.spkDropAtten, VolumeDownDB: f.volumeDown,
-			AEC:     k.opts,
-			Align:   aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts), SilentSpeaker: k.ss},
-			Capture: capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual, FastOnset: f.vadFastOnset}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
+			AEC:       k.opts,
+			Align:     aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts), SilentSpeaker: k.ss},
+			RoomModel: roomModel,
+			Capture:   capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual, FastOnset: f.vadFastOnset}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
 		if f.clipGuard {
 			sc.ClipGuard = &clipguard.Config{}
 		}
@@ -353,6 +374,23 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			num(r.Precision), num(r.Recall), onsets(r), r.Clipped, r.Phrases, falseCol(r),
 			fmt.Sprintf("%d/%d", r.BargeInsIn300ms, r.Phrases), r.DelayEstimate.Round(time.Millisecond), r.DelayShifts, driftCol(k.dc, r.DriftPPM), r.GuardDB, r.ChainDelay,
 			100*r.CPUPerSecond.Seconds())
+		if f.roomFile != "" {
+			n := k.name + ": room file " + f.roomFile + ": "
+			if roomModel != nil {
+				n += fmt.Sprintf("started from RT60 %.2f s; ", roomModel.RT60)
+			} else {
+				n += "none yet, the room learnt afresh; "
+			}
+			if r.RoomModel == nil {
+				n += "nothing learnt to save"
+			} else if err := roomfile.Save(f.roomFile, benchDevices, *r.RoomModel, time.Now()); err != nil {
+				fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
+				code = 1
+			} else {
+				n += fmt.Sprintf("saved RT60 %.2f s", r.RoomModel.RT60)
+			}
+			notes = append(notes, n)
+		}
 		if k.rg && r.ReverbHeld > 0 {
 			notes = append(notes, fmt.Sprintf("%s: the reverberation guard held %d reads (room RT60 learnt from the mic: %.2f s)", k.name, r.ReverbHeld, r.RoomRT60))
 		}
@@ -559,6 +597,10 @@ func pct(v float64) string {
 	}
 	return fmt.Sprintf("%.1f %%", 100*v)
 }
+
+// benchDevices is the devices a room file of duplex-bench is saved with
+// (roomfile): the simulated speaker and mic.
+const benchDevices = "duplex-bench simulated devices"
 
 // measuredRT60Max is the most reverberant room aec.DefaultLinearTailMS was
 // measured in (docs/benchmarks.md, "A linear filter that covers the room").
