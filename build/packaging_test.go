@@ -16,7 +16,7 @@ import (
 
 // packagedSections are the optional sections build/config.yaml uses
 // (cmd/robot-agent decodes and checks them; TestPackagedConfigRuns there).
-var packagedSections = []string{"support"}
+var packagedSections = []string{"support", "duplex"}
 
 func TestPackagedConfigIsValid(t *testing.T) {
 	c, err := config.Load("config.yaml", packagedSections...)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -36,6 +37,7 @@ import (
 //	  uplink: auto            # what goes up: canceller | linear | linear-gated (a speex linear filter beside the canceller; auto: the measured default)
 //	  webrtc_delay: agnostic  # agnostic (WebRTC's delay-agnostic mode on top of the estimator) | estimator
 //	  max_delay_ms: 400       # delay estimator search range beyond device latencies
+//	  room_file: ""           # keep the room the reverberation guard learnt across restarts in this file (absolute path; "": learn it again at every start)
 //	  tail_ms: 0              # echo tail speex's filter models, 0..1000 (0: 256 for the linear filter beside webrtc, 128 for the speex canceller); cover the room's reverberation
 //	  duck:                   # local ducking (full duplex only; docs/audio.md)
 //	    enabled: true
@@ -68,6 +70,7 @@ type duplexConfig struct {
 	WebRTCDelay      string      `yaml:"webrtc_delay"`
 	MaxDelayMS       int         `yaml:"max_delay_ms"`
 	TailMS           int         `yaml:"tail_ms"`
+	RoomFile         string      `yaml:"room_file"`
 	Duck             duckConfig  `yaml:"duck"`
 	ClipGuard        clipConfig  `yaml:"clip_guard"`
 	SimEcho          string      `yaml:"sim_echo"`
@@ -171,6 +174,9 @@ func (c duplexConfig) validate() error {
 	}
 	if c.TailMS < 0 || c.TailMS > 1000 {
 		errs.Add(p+"tail_ms", c.TailMS, "want 0..1000", "0: the measured default")
+	}
+	if c.RoomFile != "" && !filepath.IsAbs(c.RoomFile) {
+		errs.Add(p+"room_file", c.RoomFile, "must be an absolute path", `or "" (the room is learnt again at every start)`)
 	}
 	d := c.Duck
 	if d.DepthDB <= 0 || d.DepthDB > 60 {
@@ -321,6 +327,14 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	src := aec.NewSource(a.mic, ref, c, a.clk, aec.SourceConfig{MaxDelayMS: d.MaxDelayMS, DoubleTalkDB: d.DoubleTalkDB, GuardMarginDB: d.GuardMarginDB, DriftCompensation: d.DriftComp, NoiseGuardDB: d.noiseGuard(), LinearGuardDB: d.LinearGuardDB, ReverbGuardMS: d.reverbGuard(opts), SilentSpeaker: d.SilentSpeaker})
 	a.mic = src
 	a.aecRef, a.aecSrc = ref, src
+	if d.RoomFile != "" && d.ReverbGuard {
+		k := &roomKeeper{path: d.RoomFile, devices: a.audioDevicesID(), src: src, clk: a.clk, log: a.log}
+		k.restore()
+		a.room = k
+		a.closers = append(a.closers, func() error { k.save(); return nil })
+	} else if d.RoomFile != "" {
+		a.log.Info("duplex: room_file unused: the reverberation guard is off (reverb_guard: false)")
+	}
 	a.log.Info("duplex: echo canceller on, full duplex (barge-in by voice while the robot speaks)", "aec", kind,
 		"suppression", d.Suppression, "noise_suppression", d.NoiseSuppression, "drift_compensation", d.DriftComp, "guard_margin_db", d.GuardMarginDB, "noise_guard_db", d.NoiseGuardDB, "linear_guard_db", d.LinearGuardDB, "reverb_guard", d.ReverbGuard, "silent_speaker", d.SilentSpeaker, "tail_ms", d.TailMS, "uplink", up)
 	if d.ClipGuard.Enabled {

@@ -10,11 +10,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/robot-agent/robot-agent/aec"
 	"github.com/robot-agent/robot-agent/codec/wav"
 	"github.com/robot-agent/robot-agent/config"
+	"github.com/robot-agent/robot-agent/reverb"
 	"github.com/robot-agent/robot-agent/room"
+	"github.com/robot-agent/robot-agent/roomfile"
 )
 
 func TestDuplexBenchStartupFailures(t *testing.T) {
@@ -269,11 +272,11 @@ func TestDuplexBenchNegativeDriftOnTheSpeakersClock(t *testing.T) {
 func TestDuplexConfigErrors(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "c.yaml")
-	os.WriteFile(bad, []byte("duplex:\n  aec: magic\n  double_talk_db: 99\n  noise_guard_db: -3\n  linear_guard_db: 41\n  tail_ms: 1001\n  uplink: magic\n  duck:\n    hold_ms: 5\n  clip_guard:\n    max_db: 40\n    recover_min: -1\n  sim_room:\n    delay_ms: 9999\n"), 0o644)
+	os.WriteFile(bad, []byte("duplex:\n  aec: magic\n  double_talk_db: 99\n  noise_guard_db: -3\n  linear_guard_db: 41\n  tail_ms: 1001\n  room_file: room.json\n  uplink: magic\n  duck:\n    hold_ms: 5\n  clip_guard:\n    max_db: 40\n    recover_min: -1\n  sim_room:\n    delay_ms: 9999\n"), 0o644)
 	code, _, errs := runCLI("run", "--sim", "--duration", "1s", "--config", bad)
 	// Every problem at once, in the yaml.path: value: problem form.
 	for _, want := range []string{`duplex.aec: "magic": want auto, none, webrtc, speex`, "duplex.double_talk_db: 99: want 0..60",
-		"duplex.noise_guard_db: -3: want 0..40", "duplex.linear_guard_db: 41: want 0..40", "duplex.tail_ms: 1001: want 0..1000", `duplex.uplink: "magic": want auto, canceller, linear or linear-gated`,
+		"duplex.noise_guard_db: -3: want 0..40", "duplex.linear_guard_db: 41: want 0..40", "duplex.tail_ms: 1001: want 0..1000", `duplex.room_file: "room.json": must be an absolute path`, `duplex.uplink: "magic": want auto, canceller, linear or linear-gated`,
 		"duplex.duck.hold_ms: 5: want 50..30000", "duplex.clip_guard.max_db: 40: want more than 0, at most 30", "duplex.clip_guard.recover_min: -1: want 0..1440",
 		"duplex.sim_room.delay_ms: 9999: out of range"} {
 		if code != 2 || !strings.Contains(errs, want) {
@@ -551,5 +554,45 @@ func TestDuplexBenchSpeakerDropoutAttenuation(t *testing.T) {
 	lo, hi, quiet := uplinkSteps(t, out, 20)
 	if hi-lo < 18 || hi-lo > 22 || quiet < 4*45 {
 		t.Errorf("uplink levels from %.1f to %.1f dB, %d blocks 20 dB under the loudest; want a 20 dB range and at least 4 dropouts of 500 ms there", lo, hi, quiet)
+	}
+}
+
+// --room-file: the usage errors (one canceller with the guard, a file that
+// is not a room file), each a one-line message and exit 2; with a
+// canceller built in, a model in the file is what the run starts from and
+// the file is rewritten at the end.
+func TestDuplexBenchRoomFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "room.json")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--aec", "none,webrtc"}, "--room-file " + path + ": needs exactly one --aec canceller"},
+		{[]string{"--aec", "none"}, "needs exactly one --aec canceller (not none)"},
+	} {
+		code, _, errs := runCLI(append([]string{"duplex-bench", "--replies", "1", "--room-file", path}, tc.args...)...)
+		if lines := strings.Split(strings.TrimSpace(errs), "\n"); code != 2 || len(lines) != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and one line with %q", tc.args, code, errs, tc.want)
+		}
+	}
+	kind := aec.Best()
+	if kind == aec.KindNone {
+		t.Skip("no canceller built in")
+	}
+	os.WriteFile(path, []byte("{"), 0o644)
+	code, _, errs := runCLI("duplex-bench", "--replies", "1", "--aec", kind, "--room-file", path)
+	if code != 2 || !strings.Contains(errs, "--room-file: "+path+": roomfile: not a room file") {
+		t.Errorf("corrupt file: exit %d, stderr %q", code, errs)
+	}
+	if err := roomfile.Save(path, benchDevices, reverb.Model{RT60: 0.6, LevelDB: -5}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, errs := runCLI("duplex-bench", "--replies", "1", "--aec", kind, "--room-file", path)
+	if code != 0 || !strings.Contains(stdout, "room file "+path+": started from RT60 0.60 s; saved RT60") {
+		t.Errorf("exit %d, stderr %q; want the run started from the file and saved:\n%s", code, errs, stdout)
+	}
+	if _, err := roomfile.Load(path, benchDevices); err != nil {
+		t.Errorf("after the run: %v", err)
 	}
 }

@@ -243,6 +243,7 @@ type agent struct {
 	robot    *robotParts
 	video    *videoPart
 	closers  []func() error
+	room     *roomKeeper // duplex.room_file, nil: off
 	started  time.Time
 	stopped  time.Time
 	upAtStop bool // the gateway link was up when shutdown began
@@ -575,6 +576,9 @@ func (a *agent) run(ctx context.Context) error {
 	svcCtx, svcCancel := context.WithCancel(context.Background())
 	defer svcCancel()
 	go a.opts.svc.run(svcCtx)
+	if a.room != nil {
+		go a.room.run(svcCtx)
+	}
 	a.opts.svc.ready()
 
 	capErr := a.pump.Run(ctx)

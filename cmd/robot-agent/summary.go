@@ -59,8 +59,12 @@ func (a *agent) writeSummary(w io.Writer) {
 			fmt.Fprintf(w, "  speaker:   the mic heard nothing of the robot's voice %d time(s) although the output device played (an amplifier without power, a mute switch, a cable out?); the echo canceller took the speaker for silent meanwhile (duplex.silent_speaker)\n", n)
 		}
 		if rt := a.aecSrc.RoomRT60(); rt > 0 {
-			fmt.Fprintf(w, "  room:      reverberation time %.2f s learnt from the mic; %d read(s) of the robot's own late reverberation kept from starting an utterance (duplex.reverb_guard)\n",
-				rt, a.aecSrc.ReverbHeld())
+			how := "learnt from the mic"
+			if a.room != nil && a.room.restored {
+				how = "restored from duplex.room_file and learnt on from the mic"
+			}
+			fmt.Fprintf(w, "  room:      reverberation time %.2f s %s; %d read(s) of the robot's own late reverberation kept from starting an utterance (duplex.reverb_guard)\n",
+				rt, how, a.aecSrc.ReverbHeld())
 		}
 	}
 	st := a.player.Stats()

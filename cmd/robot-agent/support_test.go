@@ -178,4 +178,8 @@ func TestPackagedConfigRuns(t *testing.T) {
 	if err != nil || sc.Dir != "/var/lib/robot-agent" || sc.AudioSeconds != 30 || sc.ControlMessages != 500 {
 		t.Fatalf("packaged support section: %+v, %v", sc, err)
 	}
+	d, err := loadDuplex(c, func(string) string { return "" })
+	if err != nil || d.RoomFile != "/var/lib/robot-agent/room.json" || !d.ReverbGuard {
+		t.Fatalf("packaged duplex section: room_file %q, reverb_guard %v, %v; want the room kept in the state directory", d.RoomFile, d.ReverbGuard, err)
+	}
 }
