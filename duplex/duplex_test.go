@@ -475,13 +475,18 @@ func TestReportedMicDropoutsReachTheCanceller(t *testing.T) {
 // two replies of most starts). Started from the model a previous run
 // learnt in the same room, it holds them from the first word.
 func TestRestoredRoomKeepsTheFirstRepliesFromInterruptingTheRobot(t *testing.T) {
+	if raceEnabled {
+		// 20 replies of an espeak-ng voice: about 10 s, but over 10
+		// minutes under -race (make test runs it in its pass without).
+		t.Skip("under -race; scripts/test.sh runs it without")
+	}
 	s := quietReverberantRoom(t)
 	s.Align.ReverbGuardMS = s.AEC.FilterMS()
-	seeds := []uint64{1, 3, 8} // of 1-8, those whose cold start interrupts itself (1 each; the others 0 either way)
+	seeds := []uint64{1, 3} // of 1-8, two whose cold start interrupts itself (1 each; 2, 4-7: 0 either way; 8: 1 cold, 0 kept)
 	var cold, warm int
 	for _, seed := range seeds {
 		s.Room.Seed = seed
-		s.Replies, s.RoomModel = 12, nil
+		s.Replies, s.RoomModel = 6, nil
 		learnt, err := Run(s)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,5 @@
+//go:build !race
+
+package duplex
+
+const raceEnabled = false
