@@ -24,6 +24,9 @@ if [ -x scripts/with-pulse.sh ]; then
 else
   go test -race -count=1 -timeout 30m -tags "${TAGS}" ./...
 fi
+# The duplex scenes too long for -race (they skip themselves under it).
+echo "== long duplex scenes without -race, tags '${TAGS}'"
+go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestRestoredRoom' ./duplex/
 # The real-time tests once more without the race detector, which slows the
 # Go side several-fold: the end-to-end tests through the simulated room (its
 # echo path costs ~15x more CPU under -race than real time allows on 2
@@ -33,9 +36,6 @@ fi
 # other, so neither's real-time audio competes with the other's simulated
 # room for the 2 cores (CI once saw a device underflow in hw/portaudio's
 # start-up test while cmd/robot-agent's end-to-end tests ran beside it).
-# The duplex scenes too long for -race (they skip themselves under it).
-echo "== long duplex scenes without -race, tags '${TAGS}'"
-go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestRestoredRoom' ./duplex/
 echo "== real-time end-to-end and PulseAudio tests without -race, tags '${TAGS}'"
 if [ -x scripts/with-pulse.sh ]; then
   scripts/with-pulse.sh go test -p 1 -count=1 -timeout 10m -tags "${TAGS}" -run 'TestEndToEnd|TestReal' ./cmd/robot-agent/ ./hw/portaudio/

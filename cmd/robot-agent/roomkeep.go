@@ -32,9 +32,8 @@ type roomKeeper struct {
 	log           *slog.Logger
 
 	mu       sync.Mutex
-	saved    reverb.Model // the model in the file (or restored from it)
-	have     bool
-	restored bool // the guard started from the file
+	saved    reverb.Model // the model in the file (or restored from it); RT60 0: none yet
+	restored bool         // the guard started from the file
 }
 
 // restore starts the guard from the file, if there is a usable one; a
@@ -54,7 +53,7 @@ func (k *roomKeeper) restore() {
 		k.log.Warn("duplex: room file not used; the room is learnt afresh", "room_file", k.path, "err", err)
 		return
 	}
-	k.saved, k.have, k.restored = m, true, true
+	k.saved, k.restored = m, true
 	k.log.Info("duplex: room restored (the reverberation guard starts from it)", "room_file", k.path, "rt60_s", round2(m.RT60), "level_db", round2(m.LevelDB))
 }
 
@@ -75,14 +74,14 @@ func (k *roomKeeper) save() {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.have && math.Abs(m.RT60-k.saved.RT60) < 0.01 && math.Abs(m.LevelDB-k.saved.LevelDB) < 0.5 {
+	if k.saved.RT60 > 0 && math.Abs(m.RT60-k.saved.RT60) < 0.01 && math.Abs(m.LevelDB-k.saved.LevelDB) < 0.5 {
 		return
 	}
 	if err := roomfile.Save(k.path, k.devices, m, k.clk.Now()); err != nil {
 		k.log.Warn("duplex: room file not saved", "err", err)
 		return
 	}
-	k.saved, k.have = m, true
+	k.saved = m
 	k.log.Info("duplex: room saved", "room_file", k.path, "rt60_s", round2(m.RT60), "level_db", round2(m.LevelDB))
 }
 

@@ -77,7 +77,7 @@ func TestRoomKeeperRestoresAndSaves(t *testing.T) {
 	// new to write at the first period.
 	other := filepath.Join(dir, "other.json")
 	k.path = other
-	k.have = false
+	k.saved = reverb.Model{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { k.run(ctx); close(done) }()
