@@ -86,9 +86,15 @@ type SourceConfig struct {
 	// the filter's usual residual). After the far end's 400 ms hang, while
 	// the prediction is above the noise floor, a read whose decision
 	// signal is at most 4 dB above it starts none either (the tail of the
-	// reply's last words). Nothing changes until the room is learnt, nor
-	// in a room whose reverberation is under the noise. 0: off.
+	// reply's last words). Until the room is learnt the guard assumes a
+	// typical small room (reverb.Typical; RestoreRoom replaces it); in a
+	// room whose reverberation is under the noise nothing changes. 0: off.
 	ReverbGuardMS int
+	// ReverbUnassumed: the reverberation guard assumes no room until it
+	// has learnt one (it holds nothing until the room's first long pauses,
+	// as before 2026-12-07), for measurement (duplex-bench --reverb-start
+	// none).
+	ReverbUnassumed bool
 	// SilentSpeaker: tell from the mic when the speaker plays nothing
 	// although its device says it plays (an amplifier without power, a
 	// mute switch), and give the canceller silence as the far end
@@ -370,6 +376,9 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 	s.ls, _ = c.(leadSetter)
 	if cfg.ReverbGuardMS > 0 {
 		s.rv = reverb.New(cfg.ReverbGuardMS)
+		if !cfg.ReverbUnassumed {
+			_ = s.rv.Assume(reverb.Typical()) // within reverb's limits (its tests)
+		}
 	}
 	if cfg.FixedDelayMS > 0 {
 		s.bulk = max(0, (cfg.FixedDelayMS-cfg.MarginMS)*Rate/1000)

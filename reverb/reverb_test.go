@@ -336,3 +336,104 @@ func TestRestoreRefusesAModelOutOfRange(t *testing.T) {
 		t.Error("a new Tail has a model")
 	}
 }
+
+// An assumed model (Typical, at a first start with no room kept) is not
+// reported as learnt, so nothing saves it as the room, and it predicts
+// almost nothing beyond the lag itself (a 0.3 s room's reverberation is
+// 50 dB down at 250 ms); what it changes is that the room's first pauses
+// count at once (their decay against the assumed one, their level from
+// the first pause frame), so a reverberant room's tail is predicted
+// sooner than by a Tail that assumes nothing, which waits for a pause long
+// enough on its own and 30 level frames. Then the room's pauses teach the
+// Tail this room, which it reports.
+func TestAssumedTypicalRoomLearnsTheRoomSoonerButIsNotLearnt(t *testing.T) {
+	if err := Typical().Check(); err != nil {
+		t.Fatalf("Typical %+v: %v", Typical(), err)
+	}
+	const lag = 25
+	var sum, sumBlank int
+	var levelOff float64 // Σ|assumed − blank| level at 4 s, dB, over nOff seeds
+	var nOff int
+	for seed := uint64(5); seed <= 12; seed++ {
+		r := room{rt60: 0.8, drrDB: -1, noise: 1e-9, scatter: 0.5, seed: seed}
+		far, mic, late := r.run(3000, lag)
+		tl, blank := New(lag*FrameMS), New(lag*FrameMS)
+		if err := tl.Assume(Typical()); err != nil {
+			t.Fatal(err)
+		}
+		if !tl.Ready() {
+			t.Fatal("assumed: not ready, want it to predict at once")
+		}
+		// The first frame predicting at least a tenth of the true late
+		// energy (-10 dB), with and without the assumption (200: none in
+		// the first 2 s).
+		first, firstBlank := 200, 200
+		for i := range 200 {
+			p, pb := tl.Push(far[i], mic[i], r.noise), blank.Push(far[i], mic[i], r.noise)
+			if first == 200 && late[i] > 0 && p >= 0.1*late[i] {
+				first = i
+			}
+			if firstBlank == 200 && late[i] > 0 && pb >= 0.1*late[i] {
+				firstBlank = i
+			}
+			if _, ok := tl.Model(); ok && tl.RT60() == 0 {
+				t.Fatalf("seed %d frame %d: a model but no RT60", seed, i)
+			}
+			if i < 10 && tl.RT60() != 0 {
+				t.Fatalf("seed %d frame %d: the assumed model reported as learnt (RT60 %.2f)", seed, i, tl.RT60())
+			}
+		}
+		t.Logf("seed %d: the late reverberation predicted (within -10 dB) from %d ms assumed, %d ms assuming nothing", seed, first*FrameMS, firstBlank*FrameMS)
+		if first > firstBlank {
+			t.Errorf("seed %d: predicted from %d ms assumed, later than assuming nothing (%d ms)", seed, first*FrameMS, firstBlank*FrameMS)
+		}
+		sum += first
+		sumBlank += firstBlank
+		for i := 200; i < len(far); i++ {
+			tl.Push(far[i], mic[i], r.noise)
+			blank.Push(far[i], mic[i], r.noise)
+			if i == 399 { // 4 s in: the level, against the one learnt assuming nothing
+				la, _ := tl.levelDB()
+				if lb, ok := blank.levelDB(); ok {
+					levelOff += math.Abs(la - lb)
+					nOff++
+				}
+			}
+		}
+		mb, _ := blank.Model()
+		m, ok := tl.Model()
+		if math.Abs(m.LevelDB-mb.LevelDB) > 1 {
+			t.Errorf("seed %d, after 30 s: level %.1f dB assumed, %.1f dB assuming nothing: want within 1 dB (no bias from the assumed decay)", seed, m.LevelDB, mb.LevelDB)
+		}
+		if !ok {
+			t.Fatalf("seed %d: assumed, then 30 s in a 0.8 s room: nothing learnt", seed)
+		}
+		if math.Abs(m.RT60-0.8) > 0.15*0.8 || math.Abs(tl.RT60()-m.RT60) > 1e-9 {
+			t.Errorf("seed %d: learnt %+v (RT60() %.2f), want RT60 0.8 ±15 %%", seed, m, tl.RT60())
+		}
+	}
+	// The level is learnt against the room's own decay only: learnt against
+	// the assumed 0.3 s decay it was 14 dB too high on average at 4 s.
+	t.Logf("4 s in: the level %.1f dB off the one learnt assuming nothing on average (%d seeds)", levelOff/float64(max(nOff, 1)), nOff)
+	if nOff < 4 || levelOff/float64(nOff) > 6 {
+		t.Errorf("4 s in: the level %.1f dB off the one learnt assuming nothing on average (%d seeds), want within 6 dB", levelOff/float64(max(nOff, 1)), nOff)
+	}
+	if sum*4 > sumBlank*3 {
+		t.Errorf("the late reverberation predicted from %d ms on average assumed, %d ms assuming nothing: want a quarter sooner at least", sum*FrameMS/8, sumBlank*FrameMS/8)
+	}
+	// Restore after Assume: the restored model replaces the assumed one.
+	m := Model{RT60: 0.7, LevelDB: -4}
+	tr := New(lag * FrameMS)
+	if err := tr.Assume(Typical()); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Restore(m); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := tr.Model(); !ok || math.Abs(got.RT60-m.RT60) > 1e-9 || got.LevelDB != m.LevelDB {
+		t.Errorf("assumed then restored: %+v (%v), want %+v", got, ok, m)
+	}
+	if err := New(250).Assume(Model{RT60: 9}); !errors.Is(err, ErrModel) {
+		t.Errorf("Assume of RT60 9 s: %v, want ErrModel", err)
+	}
+}

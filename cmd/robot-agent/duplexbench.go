@@ -74,6 +74,7 @@ type duplexFlags struct {
 	spkDropAtten                                                                                                                              float64
 	volumeDown                                                                                                                                float64
 	roomFile                                                                                                                                  string
+	reverbTypical                                                                                                                             bool
 	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, silentSpeaker, vadFastOnset, spkDropUnreported, micDropReported bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                                              string
 	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup, micDropMS, spkDropMS                                                              int
@@ -92,6 +93,7 @@ type aecVariant struct {
 	nf    float64
 	lg    float64
 	rg    bool
+	typ   bool
 	ss    bool
 }
 
@@ -101,7 +103,7 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 	if up == "auto" {
 		up = aec.BestUplink(parts[0])
 	}
-	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay, Uplink: up}, mgn: f.marginMS, guard: f.guardDB, lg: f.linGuardDB, dc: f.driftComp, rg: f.reverbGuard, ss: f.silentSpeaker}
+	v := aecVariant{name: spec, opts: aec.Options{Kind: parts[0], NoiseSuppression: f.ns, TailMS: f.tailMS, Suppression: f.suppression, Delay: f.webrtcDelay, Uplink: up}, mgn: f.marginMS, guard: f.guardDB, lg: f.linGuardDB, dc: f.driftComp, rg: f.reverbGuard, typ: f.reverbTypical, ss: f.silentSpeaker}
 	if !slices.Contains(aec.Kinds, parts[0]) {
 		return v, fmt.Errorf("--aec %q is not one of %v", parts[0], aec.Kinds)
 	}
@@ -113,6 +115,8 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 			v.dc = p == "dc"
 		case p == "rg" || p == "norg":
 			v.rg = p == "rg"
+		case p == "typ" || p == "notyp":
+			v.typ = p == "typ"
 		case p == "ss" || p == "noss":
 			v.ss = p == "ss"
 		case strings.HasPrefix(p, "g") && func() bool { _, err := fmt.Sscanf(p, "g%g", &g); return err == nil }():
@@ -140,7 +144,7 @@ func parseVariant(spec string, f duplexFlags) (aecVariant, error) {
 		case strings.HasPrefix(p, "m") && func() bool { _, err := fmt.Sscanf(p, "m%d", &ms); return err == nil }():
 			v.mgn = ms
 		default:
-			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>, g<guard margin dB>, nf<noise guard dB>, lg<linear guard dB, 0 off>, canc, lin, lingate, dc, nodc, rg, norg, ss, noss)", spec, p)
+			return v, fmt.Errorf("--aec %q: unknown option %q (low, moderate, high, agnostic, estimator, short, ns, dt-<level>, m<lead ms>, g<guard margin dB>, nf<noise guard dB>, lg<linear guard dB, 0 off>, canc, lin, lingate, dc, nodc, rg, norg, typ, notyp, ss, noss)", spec, p)
 		}
 	}
 	return v, v.opts.Validate()
@@ -154,7 +158,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&f.far, "far", "", "far-end WAV (the robot's reply; any rate, channels mixed, integer or float samples)")
 	fs.StringVar(&f.near, "near", "", "near-end WAV (the user's phrase)")
 	fs.StringVar(&f.out, "out", "", "write the uplink (what the pump delivered, 16 kHz) to this WAV; with several --aec, NAME-<kind>.wav")
-	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off, rg/norg = the reverberation guard on/off (--reverb-guard), ss/noss = the silent-speaker detector on/off (--silent-speaker), nf6 = noise guard margin in dB, nf-1 = off, lg10 = the linear guard's margin in dB (--linear-guard-db; lg0 = off), canc/lin/lingate = the uplink (default: the agent's, --uplink): the canceller's output, a linear filter's, the guard and VAD judge the canceller's, lingate = that output only while the guard finds the user, the canceller's otherwise)")
+	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off, rg/norg = the reverberation guard on/off (--reverb-guard), typ/notyp = it assumes a typical room until it learns its own, or none (--reverb-typical), ss/noss = the silent-speaker detector on/off (--silent-speaker), nf6 = noise guard margin in dB, nf-1 = off, lg10 = the linear guard's margin in dB (--linear-guard-db; lg0 = off), canc/lin/lingate = the uplink (default: the agent's, --uplink): the canceller's output, a linear filter's, the guard and VAD judge the canceller's, lingate = that output only while the guard finds the user, the canceller's otherwise)")
 	fs.StringVar(&f.webrtcDelay, "webrtc-delay", aec.DefaultDelay, "webrtc delay handling: estimator (the agent's delay estimator only) or agnostic (plus the APM's delay-agnostic mode)")
 	fs.IntVar(&f.marginMS, "margin-ms", 0, "far-end lead over the estimated delay (0: the canceller's own, webrtc 48, speex 8)")
 	fs.Float64Var(&f.linGuardDB, "linear-guard-db", aec.DefaultLinearGuardDB, "linear guard (dual-path uplinks): a read whose linear-filter reduction falls this far below its running median counts as the user; 0: off (the agent's duplex.linear_guard_db)")
@@ -164,6 +168,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&f.speakerClock, "speaker-clock", false, "the agent's clock is the speaker's (the far end is written at the speaker's pace, 80 ms ahead) rather than the mic's; on unless set for a negative --drift-ppm (a slower mic: on its clock the echo overtakes the far end written within a minute or two)")
 	fs.BoolVar(&f.silentSpeaker, "silent-speaker", aec.DefaultSilentSpeaker, "silent-speaker detector: while the mic hears nothing of the robot's voice where the learned echo path predicts it loud (an amplifier without power, a mute switch), the canceller is given silence as the far end (the agent's duplex.silent_speaker; per variant :ss / :noss)")
 	fs.BoolVar(&f.reverbGuard, "reverb-guard", aec.DefaultReverbGuard, "reverberation guard: a read holding no more than the room's predicted late reverberation starts no utterance while the robot speaks (the agent's duplex.reverb_guard; per variant :rg / :norg)")
+	fs.BoolVar(&f.reverbTypical, "reverb-typical", true, "the reverberation guard assumes a typical small room (RT60 0.3 s) until it has learnt the room, as the agent does; false: it holds nothing until the room's first long pauses (per variant :typ / :notyp)")
 	fs.BoolVar(&f.clipGuard, "clip-guard", defaultClipGuardEnabled, "lower the robot's voice while its echo clips the mic, in 3 dB steps (the agent's duplex.clip_guard; its defaults)")
 	fs.BoolVar(&f.ns, "ns", false, "turn on the canceller library's noise suppressor")
 	fs.StringVar(&f.suppression, "suppression", aec.DefaultSuppression, "webrtc residual echo suppression: low, moderate, high")
@@ -346,7 +351,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			MicDropoutMS: f.micDropMS, MicDropoutEveryS: f.micDropEvery, MicDropoutReported: f.micDropReported,
 			SpeakerDropoutMS: f.spkDropMS, SpeakerDropoutEveryS: f.spkDropEvery, SpeakerDropoutUnreported: f.spkDropUnreported, SpeakerDropoutAttenDB: f.spkDropAtten, VolumeDownDB: f.volumeDown,
 			AEC:       k.opts,
-			Align:     aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts), SilentSpeaker: k.ss},
+			Align:     aec.SourceConfig{DoubleTalkDB: f.dtDB, GuardMarginDB: k.guard, MarginMS: k.mgn, DriftCompensation: k.dc, NoiseGuardDB: k.nf, LinearGuardDB: k.lg, ReverbGuardMS: reverbGuardMS(k.rg, k.opts), ReverbUnassumed: !k.typ, SilentSpeaker: k.ss},
 			RoomModel: roomModel,
 			Capture:   capture.Config{Mode: f.mode, VAD: capture.VADConfig{Detector: f.vadKind, DetectorMode: f.vadMode, TransientDecayDB: f.vadTransient, GradualStartMS: f.vadGradual, FastOnset: f.vadFastOnset}}, Seed: uint64(f.seed), SpeakerClock: f.speakerClock}
 		if f.clipGuard {
@@ -392,7 +397,11 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 			notes = append(notes, n)
 		}
 		if k.rg && r.ReverbHeld > 0 {
-			notes = append(notes, fmt.Sprintf("%s: the reverberation guard held %d reads (room RT60 learnt from the mic: %.2f s)", k.name, r.ReverbHeld, r.RoomRT60))
+			room := fmt.Sprintf("room RT60 learnt from the mic: %.2f s", r.RoomRT60)
+			if r.RoomRT60 == 0 {
+				room = "room not learnt: a typical room assumed"
+			}
+			notes = append(notes, fmt.Sprintf("%s: the reverberation guard held %d reads (%s)", k.name, r.ReverbHeld, room))
 		}
 		if r.Dropouts > 0 {
 			n := fmt.Sprintf("%s: %d mic dropouts of %d ms (digital silence%s, every %g s)", k.name, r.Dropouts, f.micDropMS, map[bool]string{true: ", reported", false: ""}[f.micDropReported], f.micDropEvery)

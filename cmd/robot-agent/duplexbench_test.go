@@ -596,3 +596,30 @@ func TestDuplexBenchRoomFile(t *testing.T) {
 		t.Errorf("after the run: %v", err)
 	}
 }
+
+// --reverb-typical and the :typ / :notyp variant options reach the
+// canceller's SourceConfig (ReverbUnassumed) per variant.
+func TestDuplexBenchReverbTypicalVariants(t *testing.T) {
+	for _, tc := range []struct {
+		spec    string
+		typical bool // --reverb-typical
+		want    bool // the variant assumes a typical room
+	}{
+		{"webrtc", true, true},
+		{"webrtc", false, false},
+		{"webrtc:notyp", true, false},
+		{"webrtc:typ", false, true},
+		{"speex:norg:notyp", true, false},
+	} {
+		v, err := parseVariant(tc.spec, duplexFlags{uplink: "auto", reverbTypical: tc.typical})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.spec, err)
+		}
+		if v.typ != tc.want {
+			t.Errorf("%s with --reverb-typical=%v: typical %v, want %v", tc.spec, tc.typical, v.typ, tc.want)
+		}
+	}
+	if _, err := parseVariant("webrtc:typical", duplexFlags{uplink: "auto"}); err == nil || !strings.Contains(err.Error(), "typ, notyp") {
+		t.Errorf("unknown option: %v, want the list naming typ, notyp", err)
+	}
+}

@@ -43,7 +43,7 @@ func (k *roomKeeper) restore() {
 	m, err := roomfile.Load(k.path, k.devices)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		k.log.Info("duplex: no room file yet; the room is learnt from the robot's first replies", "room_file", k.path)
+		k.log.Info("duplex: no room file yet; the room is learnt from the robot's first replies, a typical small room assumed until then", "room_file", k.path)
 		return
 	case err != nil:
 		k.log.Warn("duplex: room file not used; the room is learnt afresh", "err", err)

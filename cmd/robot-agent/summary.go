@@ -65,6 +65,8 @@ func (a *agent) writeSummary(w io.Writer) {
 			}
 			fmt.Fprintf(w, "  room:      reverberation time %.2f s %s; %d read(s) of the robot's own late reverberation kept from starting an utterance (duplex.reverb_guard)\n",
 				rt, how, a.aecSrc.ReverbHeld())
+		} else if n := a.aecSrc.ReverbHeld(); n > 0 {
+			fmt.Fprintf(w, "  room:      not learnt yet (a typical small room assumed); %d read(s) of the robot's own late reverberation kept from starting an utterance (duplex.reverb_guard)\n", n)
 		}
 	}
 	st := a.player.Stats()
