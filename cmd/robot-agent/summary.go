@@ -58,15 +58,8 @@ func (a *agent) writeSummary(w io.Writer) {
 		if n := a.aecSrc.SilentSpeakers(); n > 0 {
 			fmt.Fprintf(w, "  speaker:   the mic heard nothing of the robot's voice %d time(s) although the output device played (an amplifier without power, a mute switch, a cable out?); the echo canceller took the speaker for silent meanwhile (duplex.silent_speaker)\n", n)
 		}
-		if rt := a.aecSrc.RoomRT60(); rt > 0 {
-			how := "learnt from the mic"
-			if a.room != nil && a.room.restored {
-				how = "restored from duplex.room_file and learnt on from the mic"
-			}
-			fmt.Fprintf(w, "  room:      reverberation time %.2f s %s; %d read(s) of the robot's own late reverberation kept from starting an utterance (duplex.reverb_guard)\n",
-				rt, how, a.aecSrc.ReverbHeld())
-		} else if n := a.aecSrc.ReverbHeld(); n > 0 {
-			fmt.Fprintf(w, "  room:      not learnt yet (a typical small room assumed); %d read(s) of the robot's own late reverberation kept from starting an utterance (duplex.reverb_guard)\n", n)
+		if l := roomLine(a.aecSrc.RoomRT60(), a.aecSrc.ReverbHeld(), a.room != nil && a.room.restored); l != "" {
+			fmt.Fprintln(w, l)
 		}
 	}
 	st := a.player.Stats()
@@ -157,4 +150,21 @@ func histBound(h *metrics.Histogram, q float64) string {
 		}
 	}
 	return "?"
+}
+
+// roomLine is the summary's line on the reverberation guard's room: its
+// reverberation time (rt, s; 0 while not learnt) and how it was come by
+// (restored: from duplex.room_file), and the reads it held; "" when there
+// is nothing to say (not learnt, nothing held).
+func roomLine(rt float64, held int64, restored bool) string {
+	const heldText = "read(s) of the robot's own late reverberation kept from starting an utterance (duplex.reverb_guard)"
+	switch {
+	case rt > 0 && restored:
+		return fmt.Sprintf("  room:      reverberation time %.2f s restored from duplex.room_file and learnt on from the mic; %d %s", rt, held, heldText)
+	case rt > 0:
+		return fmt.Sprintf("  room:      reverberation time %.2f s learnt from the mic; %d %s", rt, held, heldText)
+	case held > 0:
+		return fmt.Sprintf("  room:      not learnt yet (a typical small room assumed); %d %s", held, heldText)
+	}
+	return ""
 }

@@ -142,3 +142,24 @@ func TestSummaryMatchesTheWire(t *testing.T) {
 		t.Errorf("warnings during the clean shutdown:\n%s", shutdown)
 	}
 }
+
+// The summary's room line: learnt, restored, assumed (the guard held reads
+// with the typical room before learning this one), or nothing.
+func TestRoomLine(t *testing.T) {
+	for _, tc := range []struct {
+		rt       float64
+		held     int64
+		restored bool
+		want     string
+	}{
+		{0.78, 12, false, "reverberation time 0.78 s learnt from the mic; 12 read(s)"},
+		{0.7, 3, true, "reverberation time 0.70 s restored from duplex.room_file and learnt on from the mic; 3 read(s)"},
+		{0, 5, false, "not learnt yet (a typical small room assumed); 5 read(s)"},
+		{0, 0, false, ""},
+	} {
+		got := roomLine(tc.rt, tc.held, tc.restored)
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("roomLine(%v, %d, %v) = %q, want it to say %q", tc.rt, tc.held, tc.restored, got, tc.want)
+		}
+	}
+}
