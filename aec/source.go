@@ -92,8 +92,8 @@ type SourceConfig struct {
 	ReverbGuardMS int
 	// ReverbUnassumed: the reverberation guard assumes no room until it
 	// has learnt one (it holds nothing until the room's first long pauses,
-	// as before 2026-12-07), for measurement (duplex-bench --reverb-start
-	// none).
+	// as before 2026-12-07), for measurement (duplex-bench
+	// --reverb-typical=false, or a variant's :notyp).
 	ReverbUnassumed bool
 	// SilentSpeaker: tell from the mic when the speaker plays nothing
 	// although its device says it plays (an amplifier without power, a

@@ -223,7 +223,8 @@ func (t *Tail) RT60() float64 {
 	return 60 / -t.decayDB() * FrameMS / 1000
 }
 
-// Ready reports whether Push predicts (the room is learnt).
+// Ready reports whether Push predicts (the room is learnt, restored or
+// assumed).
 func (t *Tail) Ready() bool { _, ok := t.levelDB(); return ok }
 
 // levelDB is the level A in use: the learnt one, or until it is known the
