@@ -113,16 +113,15 @@ type Tail struct {
 	sx, sy, sxy, sxx float64
 	in, free         bool
 	minY             float64
-	// learnt: the model holds something of a room (a pause pooled, or
-	// Restore); an assumed model alone (Assume) is not learnt.
-	learnt bool
+	// own: the pooled spread of this room's pauses, a restored decay's
+	// included (cxx without an assumed decay's; cxx itself without
+	// Assume). The level is learnt once it reaches readySpread, and the
+	// model counts as learnt (Model, RT60) once it is above 0.
+	own float64
 	// assumedDB: the level assumed (Assume) until the room's own pauses
-	// give theirs; assumed: there is one. own: the pooled spread of the
-	// room's own pauses (cxx without the assumed decay's); with an
-	// assumed model the level is learnt only once it reaches readySpread.
+	// give theirs; assumed: there is one.
 	assumedDB float64
 	assumed   bool
-	own       float64
 }
 
 // New returns a Tail predicting the reverberation beyond lagMS (the
@@ -169,7 +168,7 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 			x := float64(t.m)
 			t.m++
 			t.sx, t.sy, t.sxy, t.sxx = t.sx+x, t.sy+y, t.sxy+x*y, t.sxx+x*x
-			if t.s > 0 && t.decayReady() && (!t.assumed || t.own >= readySpread) {
+			if t.s > 0 && t.own >= readySpread {
 				t.level.Push(y - 10*math.Log10(t.s))
 			}
 		}
@@ -182,7 +181,6 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 				t.cxy = t.cxy*pauseForget + cxy
 				t.cxx = t.cxx*pauseForget + cxx
 				t.own = t.own*pauseForget + cxx
-				t.learnt = true
 			}
 		}
 		t.m, t.sx, t.sy, t.sxy, t.sxx = 0, 0, 0, 0, 0
@@ -217,7 +215,7 @@ func (t *Tail) rho() float64 {
 // RT60 is the learnt reverberation time, 0 while unknown (also while a
 // Tail predicts from an assumed model only: Assume).
 func (t *Tail) RT60() float64 {
-	if !t.learnt || !t.decayReady() {
+	if t.own == 0 || !t.decayReady() {
 		return 0
 	}
 	return 60 / -t.decayDB() * FrameMS / 1000
@@ -281,7 +279,7 @@ const priorSpread = readySpread
 // (Ready, and a pause of this room learnt from or a model restored: an
 // assumed model is not kept).
 func (t *Tail) Model() (Model, bool) {
-	if !t.learnt || !t.level.Ready() || !t.decayReady() {
+	if t.own == 0 || !t.level.Ready() || !t.decayReady() {
 		return Model{}, false
 	}
 	return Model{RT60: t.RT60(), LevelDB: t.level.Value()}, true
@@ -294,12 +292,12 @@ func (t *Tail) Restore(m Model) error {
 	if err := t.Assume(m); err != nil {
 		return err
 	}
-	// The level too is this room's: it starts from it (an assumed one
-	// only stands in until the room's own first pause frames).
+	// The decay and the level are this room's: the level starts from it
+	// and learns on from the first pause frame.
 	for range startFrames {
 		t.level.Push(m.LevelDB)
 	}
-	t.learnt, t.assumed = true, false
+	t.own = priorSpread
 	return nil
 }
 
@@ -332,8 +330,8 @@ func (t *Tail) Assume(m Model) error {
 		return err
 	}
 	decay := -60 / (m.RT60 * 1000 / FrameMS) // dB per frame
-	t.cxx, t.cxy, t.learnt = priorSpread, decay*priorSpread, false
+	t.cxx, t.cxy, t.own = priorSpread, decay*priorSpread, 0
 	t.level = quantile.NewStarted(0.5, levelStepDB, startFrames)
-	t.assumedDB, t.assumed, t.own = m.LevelDB, true, 0
+	t.assumedDB, t.assumed = m.LevelDB, true
 	return nil
 }
