@@ -87,7 +87,8 @@ type SourceConfig struct {
 	// the prediction is above the noise floor, a read whose decision
 	// signal is at most 4 dB above it starts none either (the tail of the
 	// reply's last words). Until the room is learnt the guard assumes a
-	// typical small room (reverb.Typical; RestoreRoom replaces it); in a
+	// typical small room (reverb.Typical, its level moved by the echo
+	// path's gain as learnt; RestoreRoom replaces it); in a
 	// room whose reverberation is under the noise nothing changes. 0: off.
 	ReverbGuardMS int
 	// ReverbUnassumed: the reverberation guard assumes no room until it
@@ -693,6 +694,11 @@ func (s *Source) Read(dst []int16) (int, error) {
 			s.erlFar += erlSmoothing * (eFar - s.erlFar)
 		}
 		s.erl = s.erlMic / s.erlFar
+		if s.rv != nil && s.erl > 0 {
+			// An assumed room's level follows the speaker's loudness
+			// (reverb.Tail.EchoPath).
+			s.rv.EchoPath(10 * math.Log10(s.erl))
+		}
 	}
 	if linUser && s.farHang > 0 && s.echoReads >= convergedReads {
 		startEcho = false // the linear guard's evidence of the user counts for starts too

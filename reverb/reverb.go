@@ -119,8 +119,10 @@ type Tail struct {
 	// model counts as learnt (Model, RT60) once it is above 0.
 	own float64
 	// assumedDB: the level assumed (Assume) until the room's own pauses
-	// give theirs; assumed: there is one.
+	// give theirs, for a 0 dB echo path (pathDB moves it: EchoPath);
+	// assumed: there is one.
 	assumedDB float64
+	pathDB    float64
 	assumed   bool
 }
 
@@ -231,7 +233,20 @@ func (t *Tail) levelDB() (float64, bool) {
 	if t.level.Ready() {
 		return t.level.Value(), true
 	}
-	return t.assumedDB, t.assumed
+	return t.assumedDB + t.pathDB, t.assumed
+}
+
+// EchoPath tells the Tail the echo path's energy gain (the mic's echo
+// over the far end handed to the speaker, dB) as the canceller has learnt
+// it. An assumed level (Assume) is a 0 dB path's and moves with the path
+// until the room gives its own: a room's late reverberation is as much
+// louder as the speaker is. A learnt or restored level does not move.
+// A gain beyond ±MaxLevelDB is taken at that limit. It does not allocate.
+func (t *Tail) EchoPath(gainDB float64) {
+	if math.IsNaN(gainDB) {
+		return
+	}
+	t.pathDB = max(min(gainDB, MaxLevelDB), -MaxLevelDB)
 }
 
 // Model is what a Tail has learnt of a room, to keep across restarts (a
@@ -302,14 +317,15 @@ func (t *Tail) Restore(m Model) error {
 }
 
 // Typical is the room a Tail may assume until it has learnt its own
-// (Assume): a small furnished room, RT60 0.3 s, with the speaker at 0 dB
-// echo gain (the level is what a Tail learns there: duplex-bench's default
-// room, median of 8 seeds: RT60 0.28 s, level 1.6 dB). Assumed, it
-// shortens the wait for the room's first long pauses: in a quiet
-// reverberant room, the tail of the robot's first replies was not told
-// from a user's until then (docs/benchmarks.md, "A typical room assumed
-// at the first start").
-func Typical() Model { return Model{RT60: 0.3, LevelDB: 1.5} }
+// (Assume): a small furnished room, RT60 0.3 s, its level that of a 0 dB
+// echo path (the mic's echo as loud as the far end; EchoPath moves it with
+// the path). Both are what a Tail learns in duplex-bench's default room,
+// median of 8 seeds: RT60 0.28 s, level 1.8 dB over the echo path's gain.
+// Assumed, it shortens the wait for the room's first long pauses: in a
+// quiet reverberant room, the tail of the robot's first replies was not
+// told from a user's until then (docs/benchmarks.md, "A typical room
+// assumed at the first start", "The assumed room follows the echo path").
+func Typical() Model { return Model{RT60: 0.3, LevelDB: 1.8} }
 
 // Assume starts a new Tail from a model it has not learnt (Typical): it
 // predicts with it at once and learns on from the room's pauses as usual.
@@ -317,7 +333,9 @@ func Typical() Model { return Model{RT60: 0.3, LevelDB: 1.5} }
 // first long pause outweighs it. The assumed level stands in until the
 // room has shown a decay of its own (pauses whose spread alone would make
 // a new Tail's decay known); from then on the pause frames give the level,
-// from their exact median as in a new Tail. A level learnt against the
+// from their exact median as in a new Tail. The assumed level is a 0 dB
+// echo path's: it moves with the path the canceller learns (EchoPath).
+// A level learnt against the
 // assumed decay is biased by it (in a 0.8 s room the 0.3 s decay's sum of
 // the far end falls faster than the mic in a pause, so the level came out
 // too high, and at SER −10 dB the guard held 14 more of 32 users:
@@ -332,6 +350,6 @@ func (t *Tail) Assume(m Model) error {
 	decay := -60 / (m.RT60 * 1000 / FrameMS) // dB per frame
 	t.cxx, t.cxy, t.own = priorSpread, decay*priorSpread, 0
 	t.level = quantile.NewStarted(0.5, levelStepDB, startFrames)
-	t.assumedDB, t.assumed = m.LevelDB, true
+	t.assumedDB, t.pathDB, t.assumed = m.LevelDB, 0, true
 	return nil
 }
