@@ -57,7 +57,11 @@ type Scenario struct {
 	// before the next reply lengthens the gaps: bargeInGap); without it Near is not
 	// used (far-end only: ERLE and false barge-ins). NoFar plays no replies
 	// at all and places Near in each "reply" slot (VAD measurements).
-	BargeIn, NoFar bool
+	// Answer places Near once after every reply instead, starting at a
+	// random point (seeded) 200-800 ms after the reply's end, in its
+	// reverberant tail: a user who answers the robot (the gap grows to
+	// hold the phrase: answerGap).
+	BargeIn, NoFar, Answer bool
 	// FarDBFS is the active level the far end is scaled to (default -20).
 	FarDBFS float64
 	// SERDB is the speech-to-echo ratio at the mic: near-end active level
@@ -228,6 +232,26 @@ func bargeInGap(replyLen, gap, nearLen int) int {
 	return gap
 }
 
+// An answer (Scenario.Answer) starts this long after the reply's end.
+const answerMinMS, answerMaxMS = 200, 800
+
+// answerGap is the gap after each reply (samples) that holds an answer of
+// nearLen samples and bargeInSettle after it.
+func answerGap(gap, nearLen int) int {
+	need := answerMaxMS*NearRate/1000 + nearLen + bargeInSettle
+	return max(gap, (need+micFrame-1)/micFrame*micFrame)
+}
+
+// AnswerGapMS is the gap after each reply Run uses for an answer of
+// nearLen samples (16 kHz) with gapMS asked for (see Scenario.Answer).
+func AnswerGapMS(nearLen, gapMS int) int {
+	gap := gapMS * NearRate / 1000
+	if g := answerGap(gap, nearLen); g != gap {
+		return g * 1000 / NearRate
+	}
+	return gapMS
+}
+
 // BargeInGapMS is the gap after each reply Run uses for a barge-in phrase of
 // nearLen samples (16 kHz) in replies of farLen samples (24 kHz) with
 // gapMS asked for: gapMS, or longer for a phrase that would otherwise run
@@ -284,8 +308,11 @@ func Run(s Scenario) (Result, error) {
 	if len(s.Far) == 0 && !s.NoFar {
 		return Result{}, fmt.Errorf("%w: no far-end audio", ErrScenario)
 	}
-	if (s.BargeIn || s.NoFar) && len(s.Near) == 0 {
+	if (s.BargeIn || s.NoFar || s.Answer) && len(s.Near) == 0 {
 		return Result{}, fmt.Errorf("%w: no near-end audio", ErrScenario)
+	}
+	if s.Answer && (s.BargeIn || s.NoFar) {
+		return Result{}, fmt.Errorf("%w: answer with barge-in or no far end: one place for the near end", ErrScenario)
 	}
 	if s.Replies <= 0 {
 		s.Replies = 1
@@ -356,6 +383,9 @@ func Run(s Scenario) (Result, error) {
 	if s.BargeIn {
 		gap = bargeInGap(replyLen, gap, len(near))
 	}
+	if s.Answer {
+		gap = answerGap(gap, len(near))
+	}
 	total := lead + s.Replies*(replyLen+gap)
 	total = (total + micFrame - 1) / micFrame * micFrame
 	nearTL := make([]int16, total)
@@ -390,6 +420,16 @@ func Run(s Scenario) (Result, error) {
 			at = at / micFrame * micFrame
 			if overlaps(gaps, st+at, st+at+len(near)) {
 				lostPhrases++ // the user spoke into a mic dropout: not placed
+				continue
+			}
+			n := copy(nearTL[st+at:], near)
+			phrases = append(phrases, phrase{start: st + at, onset: st + at + firstSpeech, end: st + at + n})
+		}
+		if s.Answer {
+			at := replyLen + (answerMinMS+rng.IntN(answerMaxMS-answerMinMS))*NearRate/1000
+			at = at / micFrame * micFrame
+			if overlaps(gaps, st+at, st+at+len(near)) {
+				lostPhrases++
 				continue
 			}
 			n := copy(nearTL[st+at:], near)

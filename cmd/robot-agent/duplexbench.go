@@ -35,7 +35,9 @@ through the speaker tap and a simulated room (delay, echo gain, impulse
 response, loudspeaker non-linearity, clock drift, noise: a kind, --noise,
 or any recording, --noise-wav); with --barge-in the
 near end (--near, any WAV: the user's phrase) starts in the middle of every
-reply. Without --far/--near, espeak-ng speech is generated (or the
+reply, with --answer 200-800 ms after every reply's end (a user answering
+the robot in its reverberant tail; the barge-in columns count the
+answers). Without --far/--near, espeak-ng speech is generated (or the
 simulator's speech-like signal when espeak-ng is missing).
 
 Prints one row per canceller (--aec, side by side in the same run): ERLE in
@@ -74,7 +76,7 @@ type duplexFlags struct {
 	spkDropAtten                                                                                                                              float64
 	volumeDown                                                                                                                                float64
 	roomFile                                                                                                                                  string
-	reverbTypical                                                                                                                             bool
+	reverbTypical, answer                                                                                                                     bool
 	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, silentSpeaker, vadFastOnset, spkDropUnreported, micDropReported bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                                              string
 	vadSeeds, vadMinSpeech, vadGradual, vadIdle, vadWarmup, micDropMS, spkDropMS                                                              int
@@ -177,6 +179,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&f.replies, "replies", 10, "how many replies (trials)")
 	fs.IntVar(&f.gapMS, "gap-ms", 1000, "silence between replies")
 	fs.BoolVar(&f.bargeIn, "barge-in", false, "the near end talks over every reply")
+	fs.BoolVar(&f.answer, "answer", false, "the near end answers every reply, 200-800 ms after its end (in the room's tail); not with --barge-in")
 	fs.Float64Var(&f.ser, "ser-db", 0, "speech-to-echo ratio at the mic (near-end level minus echo level)")
 	fs.Float64Var(&f.snr, "snr-db", 10, "near-end level over noise level")
 	fs.StringVar(&f.noise, "noise", room.NoiseNone, "noise kind: none, white, pink, motor, babble, knocks")
@@ -309,6 +312,10 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "robot-agent: duplex-bench: --vad-transient-db %g out of range: at most %g (negative: off)\n", f.vadTransient, vad.MaxTransientDecayDB)
 		return 2
 	}
+	if f.answer && (f.bargeIn || f.vadCompare) {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench: --answer places the near end after every reply: not with --barge-in or --vad-compare")
+		return 2
+	}
 	if f.vadCompare {
 		return vadCompare(f, stdout, stderr)
 	}
@@ -331,7 +338,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		noise = "recording " + filepath.Base(f.noiseWAV)
 	}
 	fmt.Fprintf(stdout, "duplex-bench: speech %s; far %.1f s x %d replies, near %.1f s%s; room delay %v ms, echo gain %v dB, %s, soft clip %v, drift %v ppm%s; noise %s at SNR %v dB; SER %v dB; VAD %s (%s mode)\n",
-		src, float64(len(far))/duplex.FarRate, f.replies, float64(len(near))/duplex.NearRate, map[bool]string{true: " (barge-in every reply)", false: " (not used: far end only)"}[f.bargeIn],
+		src, float64(len(far))/duplex.FarRate, f.replies, float64(len(near))/duplex.NearRate, nearUse(f.bargeIn, f.answer),
 		f.rc.DelayMS, f.rc.EchoGainDB, irDescription(f.rc), f.rc.SoftClip, f.rc.DriftPPM, map[bool]string{true: " (speaker's clock)"}[f.speakerClock], noise, f.snr, f.ser, f.vadKind, f.mode)
 	if f.noiseWAV != "" {
 		if note, err := noiseNote(f.noiseWAV, f.snr); err == nil {
@@ -341,12 +348,15 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	if g := duplex.BargeInGapMS(len(far), len(near), f.gapMS); f.bargeIn && g != f.gapMS {
 		fmt.Fprintf(stdout, "duplex-bench: the near end is longer than the last 40 %% of a reply: %.1f s between replies (--gap-ms %d), so each phrase ends before the next reply\n", float64(g)/1000, f.gapMS)
 	}
+	if g := duplex.AnswerGapMS(len(near), f.gapMS); f.answer && g != f.gapMS {
+		fmt.Fprintf(stdout, "duplex-bench: %.1f s between replies (--gap-ms %d), so each answer ends before the next reply\n", float64(g)/1000, f.gapMS)
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "aec\tERLE 0-2s\tERLE >2s\tguard ERLE\tnear corr (DT)\tVAD P/R\tonset p50/p95\tclipped\tfalse barge-ins\tbarge-in <=300ms\tdelay est (shifts)\tdrift comp\tguard\tchain delay\tCPU/core")
 	code := 0
 	var notes []string
 	for _, k := range kinds {
-		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn,
+		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn, Answer: f.answer,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise, NoiseWAV: f.noiseWAV,
 			MicDropoutMS: f.micDropMS, MicDropoutEveryS: f.micDropEvery, MicDropoutReported: f.micDropReported,
 			SpeakerDropoutMS: f.spkDropMS, SpeakerDropoutEveryS: f.spkDropEvery, SpeakerDropoutUnreported: f.spkDropUnreported, SpeakerDropoutAttenDB: f.spkDropAtten, VolumeDownDB: f.volumeDown,
@@ -708,4 +718,15 @@ func irDescription(c room.Config) string {
 		drr = 6 // room.New's default
 	}
 	return fmt.Sprintf("RT60 %v s, DRR %v dB", c.RT60, drr)
+}
+
+// nearUse says in the header where the near end talks.
+func nearUse(bargeIn, answer bool) string {
+	switch {
+	case bargeIn:
+		return " (barge-in every reply)"
+	case answer:
+		return " (answering every reply, 200-800 ms after its end)"
+	}
+	return " (not used: far end only)"
 }

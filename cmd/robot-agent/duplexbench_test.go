@@ -58,6 +58,8 @@ func TestDuplexBenchStartupFailures(t *testing.T) {
 		{[]string{"--speaker-dropout-ms", "100", "--speaker-dropout-atten-db", "-3"}, "--speaker-dropout-atten-db -3: want 0 (nothing plays) or more"},
 		{[]string{"--speaker-dropout-ms", "100", "--volume-down-db", "70"}, "--volume-down-db 70: want 0..60 with --speaker-dropout-ms"},
 		{[]string{"--volume-down-db", "6"}, "--volume-down-db 6: want 0..60 with --speaker-dropout-ms (its windows)"},
+		{[]string{"--answer", "--barge-in"}, "--answer places the near end after every reply: not with --barge-in or --vad-compare"},
+		{[]string{"--answer", "--vad-compare"}, "--answer places the near end after every reply: not with --barge-in or --vad-compare"},
 		{[]string{"--speaker-dropout-ms", "100", "--speaker-dropout-atten-db", "6", "--volume-down-db", "6"}, "without --speaker-dropout-atten-db or --speaker-dropout-unreported"},
 	} {
 		code, _, errs := runCLI(append([]string{"duplex-bench"}, tc.args...)...)
@@ -106,6 +108,23 @@ func TestDuplexBenchAnyWAVs(t *testing.T) {
 	code, stdout, errs = runCLI("duplex-bench", "--far", far, "--near", long, "--replies", "2", "--barge-in", "--aec", "none")
 	if code != 0 || !strings.Contains(stdout, "3.2 s between replies (--gap-ms 1000), so each phrase ends before the next reply") {
 		t.Errorf("long phrase: exit %d, stdout %q, stderr %q", code, stdout, errs)
+	}
+	// --answer: the phrase after every reply, the gap grown to hold it
+	// (800 ms at most after the reply, the phrase, 1 s to settle), and the
+	// barge-in columns count the answers.
+	code, stdout, errs = runCLI("duplex-bench", "--far", far, "--near", near, "--replies", "2", "--answer", "--aec", "none")
+	if code != 0 || !strings.Contains(stdout, "(answering every reply, 200-800 ms after its end)") ||
+		!strings.Contains(stdout, "2.6 s between replies (--gap-ms 1000), so each answer ends before the next reply") {
+		t.Errorf("--answer: exit %d, stdout %q, stderr %q", code, stdout, errs)
+	}
+	row := ""
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(l, "none ") {
+			row = l
+		}
+	}
+	if !strings.Contains(row, "/2 ") {
+		t.Errorf("--answer: row %q, want 2 answers counted", row)
 	}
 }
 
