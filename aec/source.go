@@ -569,7 +569,9 @@ func (s *Source) Read(dst []int16) (int, error) {
 		eMic += eN
 		eFar += eF
 		if s.rv != nil {
-			eLate += s.rv.Push(eF, eN, rvNoise)
+			// The model's late reverberation, or in a free decay of the
+			// room beyond the filters the decay's own line if higher.
+			eLate += max(s.rv.Push(eF, eN, rvNoise), s.rv.FreeDecay())
 		}
 		s.c.Process(s.out, near, s.far)
 		eOut += energy(s.out)

@@ -87,6 +87,10 @@ const (
 	// first startFrames values; the model predicts nothing before that.
 	startFrames = 30
 	levelStepDB = 0.1
+	// lineForget: each frame scales the free decay's line's sums by this
+	// (FreeDecay: a memory of about 200 ms, so the line follows a tail
+	// that falls slower than its first frames).
+	lineForget = 0.95
 )
 
 // Tail learns a room's reverberation and predicts its late part.
@@ -124,6 +128,15 @@ type Tail struct {
 	assumedDB float64
 	pathDB    float64
 	assumed   bool
+	// line: FreeDecay; lineOn: the current pause's line holds (no frame
+	// has risen riseDB over it); k: the pause's frames so far.
+	line   float64
+	lineOn bool
+	k      int
+	over   int // frames in a row riseDB over the line
+	// The line's sums, each frame weighted lineForget^age: Σw, Σwx,
+	// Σwx², Σwy, Σwxy (x: frame of the pause, y: mic level dB).
+	l0, l1, l2, ly, lxy float64
 }
 
 // New returns a Tail predicting the reverberation beyond lagMS (the
@@ -145,7 +158,7 @@ func New(lagMS int) *Tail {
 // energy, and the noise floor's energy for a frame (all in the same
 // units, e.g. sums of squared samples). It returns the predicted energy of
 // the late reverberation (beyond the lag) in this mic frame, 0 until the
-// room is learnt. It does not allocate.
+// room is learnt (or assumed: Assume, Restore). It does not allocate.
 func (t *Tail) Push(far, mic, noise float64) float64 {
 	t.peak = max(far, t.peak*t.peakMul)
 	if far < t.peak*t.silentK {
@@ -154,10 +167,13 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 		t.silent = 0
 	}
 	rho := t.rho()
+	t.line = 0
 	if t.silent >= pauseFrames && mic > 0 && mic > noise*t.aboveK {
 		y := 10 * math.Log10(mic)
 		if !t.in {
 			t.in, t.free, t.minY = true, t.silent == pauseFrames, y
+			t.k, t.lineOn, t.over = 0, t.free, 0
+			t.l0, t.l1, t.l2, t.ly, t.lxy = 0, 0, 0, 0, 0
 		}
 		if y > t.minY+riseDB && t.free {
 			t.free = false // something else in the pause: the user, a knock
@@ -166,6 +182,29 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 			}
 		}
 		t.minY = min(t.minY, y)
+		if t.lineOn {
+			// The mic holds nothing but the late reverberation once the
+			// far end has been silent for the lag, falling along this
+			// decay's own recent line, until a frame rises riseDB over it.
+			x := float64(t.k)
+			over := false
+			if yl, ok := t.lineAt(x); ok && t.silent >= t.lag {
+				t.line = math.Pow(10, yl/10)
+				over = y > yl+riseDB
+			}
+			switch {
+			case !over:
+				t.over = 0
+				t.l0, t.l1, t.l2 = t.l0*lineForget+1, t.l1*lineForget+x, t.l2*lineForget+x*x
+				t.ly, t.lxy = t.ly*lineForget+y, t.lxy*lineForget+x*y
+			case t.over > 0:
+				// Two frames in a row: a rise, not a tail's scatter.
+				t.lineOn, t.line = false, 0
+			default:
+				t.over++ // one frame: the line holds it not (riseDB over)
+			}
+		}
+		t.k++
 		if t.free {
 			x := float64(t.m)
 			t.m++
@@ -176,14 +215,12 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 		}
 	} else if t.in {
 		t.in = false
-		if t.m >= minPause {
+		if b, ok := t.pauseSlope(); ok {
 			m := float64(t.m)
-			cxy, cxx := t.sxy-t.sx*t.sy/m, t.sxx-t.sx*t.sx/m
-			if b := cxy / cxx; b >= steepestDB && b <= flattestDB {
-				t.cxy = t.cxy*pauseForget + cxy
-				t.cxx = t.cxx*pauseForget + cxx
-				t.own = t.own*pauseForget + cxx
-			}
+			cxx := t.sxx - t.sx*t.sx/m
+			t.cxy = t.cxy*pauseForget + b*cxx
+			t.cxx = t.cxx*pauseForget + cxx
+			t.own = t.own*pauseForget + cxx
 		}
 		t.m, t.sx, t.sy, t.sxy, t.sxx = 0, 0, 0, 0, 0
 	}
@@ -199,6 +236,51 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 	}
 	old := t.hist[t.pos] // S, lag frames ago
 	return math.Pow(10, lv/10) * math.Pow(rho, float64(t.lag)) * old
+}
+
+// FreeDecay returns the energy the room's free decay alone puts in the
+// frame last pushed: once the far end has been silent for the lag, the
+// line through the pause's recent frames (a least-squares line, each
+// frame weighted lineForget^age), continued to this one, while it falls
+// at a room's rate and no two frames in a row have risen riseDB over it
+// since the pause began (one such frame is left out of the line: a tail's
+// frames scatter by a few dB); 0 otherwise. There the mic holds nothing but the late
+// reverberation, whatever the model: one not yet as long as the room's
+// (the assumed 0.3 s room, a decay learnt from the first short pauses)
+// predicted 4-9 dB under the mic half a second after the reply in a 1.0 s
+// room, and the tail started utterances. The user answering rises over
+// the line and ends it. (The line is the model's free decay, but not its
+// rule for learning, a rise over the pause's lowest frame, which a tail's
+// scatter reaches within a few hundred ms.)
+func (t *Tail) FreeDecay() float64 { return t.line }
+
+// lineAt is the current pause's recent line at frame x, and whether it is
+// one: minPause frames at least, falling at a room's rate.
+func (t *Tail) lineAt(x float64) (float64, bool) {
+	if t.k < minPause {
+		return 0, false
+	}
+	d := t.l0*t.l2 - t.l1*t.l1
+	if d <= 0 {
+		return 0, false
+	}
+	b := (t.l0*t.lxy - t.l1*t.ly) / d
+	if !(b >= steepestDB && b <= flattestDB) {
+		return 0, false
+	}
+	return t.ly/t.l0 + b*(x-t.l1/t.l0), true
+}
+
+// pauseSlope is the current pause's free decay so far: its line's slope
+// (dB per frame), and whether it is one to learn from (minPause frames at
+// least, at a room's rate).
+func (t *Tail) pauseSlope() (float64, bool) {
+	if t.m < minPause {
+		return 0, false
+	}
+	m := float64(t.m)
+	b := (t.sxy - t.sx*t.sy/m) / (t.sxx - t.sx*t.sx/m)
+	return b, b >= steepestDB && b <= flattestDB
 }
 
 func (t *Tail) decayReady() bool { return t.cxx >= readySpread }

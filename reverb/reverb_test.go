@@ -24,11 +24,20 @@ type room struct {
 	// rise and fall, 50-150 ms apart, as loud as the far end's direct
 	// echo), as a person who answers the robot.
 	answer int
+	// answerAt: the frame of the pause the user starts at (0: 15, 150 ms);
+	// -1: nobody answers (the pause stays silent).
+	answerAt int
 }
 
 // run returns far, mic and the true late reverberation beyond lag frames
 // (without scatter), n frames.
 func (r room) run(n, lag int) (far, mic, late []float64) {
+	far, mic, late, _ = r.runUser(n, lag)
+	return far, mic, late
+}
+
+// runUser is run, also returning the user's energy per frame (answer).
+func (r room) runUser(n, lag int) (far, mic, late, user []float64) {
 	rng := rand.New(rand.NewPCG(r.seed, 1))
 	far = make([]float64, n)
 	for i := 0; i < n; {
@@ -44,13 +53,20 @@ func (r room) run(n, lag int) (far, mic, late []float64) {
 			i++
 		}
 	}
-	user := make([]float64, n)
+	user = make([]float64, n)
 	if r.answer > 0 {
+		at := r.answerAt
+		if at == 0 {
+			at = 15
+		}
 		for st := r.answer; st+200 <= n; st += r.answer {
 			for i := range far[st : st+200] {
 				far[st+i] = 1e-7
 			}
-			for i := st + 15; i < st+200; {
+			if at < 0 {
+				continue
+			}
+			for i := st + at; i < st+200; {
 				w := 15 + rng.IntN(21)
 				lvl := 0.3 + rng.Float64()
 				for k := 0; k < w && i < st+200; k++ {
@@ -79,7 +95,7 @@ func (r room) run(n, lag int) (far, mic, late []float64) {
 		mic[i] = (far[i]+rev+user[i])*math.Exp(r.scatter*rng.NormFloat64()) + r.noise
 		late[i] = lt
 	}
-	return far, mic, late
+	return far, mic, late, user
 }
 
 func TestTailLearnsTheRoom(t *testing.T) {
@@ -507,5 +523,69 @@ func TestAssumedLevelFollowsTheEchoPath(t *testing.T) {
 	c.EchoPath(500)
 	if lv, _ := c.levelDB(); lv != Typical().LevelDB+MaxLevelDB {
 		t.Errorf("EchoPath(500): level %v, want %v", lv, Typical().LevelDB+MaxLevelDB)
+	}
+}
+
+// In a pause of the far end longer than the lag, the mic holds nothing but
+// the late reverberation, and FreeDecay follows it whatever the model: in
+// the first long pause in a 1.0 s room (1.5 s in), with nothing learnt, a
+// typical 0.3 s room assumed or a 0.3 s room restored, the tail is held
+// (the mic within 4 dB of the prediction, the guard's ratio) in almost
+// every frame at a scatter of 0.3 (1.3 dB per frame), in most at 0.5
+// (2.2 dB), and in more than the model alone holds (at 0.3 s 62-83 %: the
+// assumed or restored decay weighs in its first seconds, a new one needs
+// the pause's level); a user who answers 600 ms into the pause, after the
+// free decay has begun, is never held by it.
+func TestFreeDecayHoldsTheTailNotTheUser(t *testing.T) {
+	const lag = 25
+	const ratio = 2.5 // aec's reverbLinearRatio: 4 dB
+	for _, tc := range []struct {
+		name string
+		prep func(*Tail) error
+	}{
+		{"nothing learnt", func(*Tail) error { return nil }},
+		{"typical assumed", func(t *Tail) error { return t.Assume(Typical()) }},
+		{"0.3 s restored", func(t *Tail) error { return t.Restore(Typical()) }},
+	} {
+		for _, sc := range []struct{ scatter, want float64 }{{0.3, 0.95}, {0.5, 0.75}} {
+			var tail, heldLine, heldModel, userFrames, userHeld int
+			for seed := uint64(1); seed <= 4; seed++ {
+				for _, at := range []int{-1, 60} {
+					r := room{rt60: 1.0, drrDB: -1, noise: 1e-9, scatter: sc.scatter, seed: seed, answer: 150, answerAt: at}
+					far, mic, late, user := r.runUser(350, lag)
+					tl := New(lag * FrameMS)
+					if err := tc.prep(tl); err != nil {
+						t.Fatal(err)
+					}
+					for i := range far {
+						p := tl.Push(far[i], mic[i], r.noise)
+						line := tl.FreeDecay()
+						switch {
+						case user[i] > 4*late[i]:
+							userFrames++
+							if mic[i] <= ratio*line {
+								userHeld++
+							}
+						case at < 0 && tl.silent >= lag+minPause && late[i] > 1e3*r.noise:
+							// The tail of the silent pause, 30 dB over the noise.
+							tail++
+							if mic[i] <= ratio*max(p, line) {
+								heldLine++
+							}
+							if mic[i] <= ratio*p {
+								heldModel++
+							}
+						}
+					}
+				}
+			}
+			t.Logf("%s, scatter %.1f: tail frames held %d of %d (the model alone %d); user frames held %d of %d", tc.name, sc.scatter, heldLine, tail, heldModel, userHeld, userFrames)
+			if tail < 200 || float64(heldLine) < sc.want*float64(tail) || heldModel > heldLine-tail/20 {
+				t.Errorf("%s, scatter %.1f: tail frames held %d of %d with FreeDecay, %d by the model alone: want %.0f %% at least, 5 %% of the tail more than the model alone", tc.name, sc.scatter, heldLine, tail, heldModel, 100*sc.want)
+			}
+			if userFrames < 200 || userHeld > 0 {
+				t.Errorf("%s, scatter %.1f: user frames held by FreeDecay %d of %d: want none", tc.name, sc.scatter, userHeld, userFrames)
+			}
+		}
 	}
 }
