@@ -27,6 +27,10 @@
 // several dB; a line through many does not). This is the free-decay method
 // of blind reverberation-time estimation (Lebart, Boucher, Denbigh 2001)
 // and the exponential model of WebRTC AEC3's reverberation estimate.
+//
+// In a long pause of the far end the mic's own falling level is a
+// second prediction (Tail.FreeDecay), for while the model is still wrong:
+// the line through the pause's recent frames, continued.
 package reverb
 
 import (
@@ -128,8 +132,9 @@ type Tail struct {
 	assumedDB float64
 	pathDB    float64
 	assumed   bool
-	// line: FreeDecay; lineOn: the current pause's line holds (no frame
-	// has risen riseDB over it); k: the pause's frames so far.
+	// line: FreeDecay; lineOn: the current pause's line holds (no two
+	// frames in a row have risen riseDB over it); k: the pause's frames
+	// so far.
 	line   float64
 	lineOn bool
 	k      int
@@ -185,7 +190,8 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 		if t.lineOn {
 			// The mic holds nothing but the late reverberation once the
 			// far end has been silent for the lag, falling along this
-			// decay's own recent line, until a frame rises riseDB over it.
+			// decay's own recent line, until two frames in a row rise
+			// riseDB over it.
 			x := float64(t.k)
 			over := false
 			if yl, ok := t.lineAt(x); ok && t.silent >= t.lag {
@@ -201,7 +207,7 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 				// Two frames in a row: a rise, not a tail's scatter.
 				t.lineOn, t.line = false, 0
 			default:
-				t.over++ // one frame: the line holds it not (riseDB over)
+				t.over++ // one frame over: left out of the line
 			}
 		}
 		t.k++
@@ -243,9 +249,10 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 // line through the pause's recent frames (a least-squares line, each
 // frame weighted lineForget^age), continued to this one, while it falls
 // at a room's rate and no two frames in a row have risen riseDB over it
-// since the pause began (one such frame is left out of the line: a tail's
-// frames scatter by a few dB); 0 otherwise. There the mic holds nothing but the late
-// reverberation, whatever the model: one not yet as long as the room's
+// since the pause began (one such frame is left out of the line: a
+// tail's frames scatter by a few dB); 0 otherwise. There the mic holds
+// nothing but the late reverberation, whatever the model: one not yet as
+// long as the room's
 // (the assumed 0.3 s room, a decay learnt from the first short pauses)
 // predicted 4-9 dB under the mic half a second after the reply in a 1.0 s
 // room, and the tail started utterances. The user answering rises over
@@ -406,7 +413,8 @@ func (t *Tail) Restore(m Model) error {
 // Assumed, it shortens the wait for the room's first long pauses: in a
 // quiet reverberant room, the tail of the robot's first replies was not
 // told from a user's until then (docs/benchmarks.md, "A typical room
-// assumed at the first start", "The assumed room follows the echo path").
+// assumed at the first start", "The assumed room follows the echo path,
+// and the tail its own free decay").
 func Typical() Model { return Model{RT60: 0.3, LevelDB: 1.8} }
 
 // Assume starts a new Tail from a model it has not learnt (Typical): it
@@ -416,15 +424,14 @@ func Typical() Model { return Model{RT60: 0.3, LevelDB: 1.8} }
 // room has shown a decay of its own (pauses whose spread alone would make
 // a new Tail's decay known); from then on the pause frames give the level,
 // from their exact median as in a new Tail. The assumed level is a 0 dB
-// echo path's: it moves with the path the canceller learns (EchoPath).
-// A level learnt against the
-// assumed decay is biased by it (in a 0.8 s room the 0.3 s decay's sum of
-// the far end falls faster than the mic in a pause, so the level came out
-// too high, and at SER −10 dB the guard held 14 more of 32 users:
-// docs/benchmarks.md, "A typical room assumed at the first start").
-// Unlike Restore, the assumed model is not reported as learnt
-// (Model, RT60) until the room has taught the Tail something. Call it
-// before the first Push. A model outside the limits is refused.
+// echo path's: it moves with the path the canceller learns (EchoPath). A
+// level learnt against the assumed decay is biased by it (in a 0.8 s room
+// the 0.3 s decay's sum of the far end falls faster than the mic in a
+// pause, so the level came out too high, and at SER −10 dB the guard held
+// 14 more of 32 users: docs/benchmarks.md, "A typical room assumed at the
+// first start"). Unlike Restore, the assumed model is not reported as
+// learnt (Model, RT60) until the room has taught the Tail something. Call
+// it before the first Push. A model outside the limits is refused.
 func (t *Tail) Assume(m Model) error {
 	if err := m.Check(); err != nil {
 		return err
