@@ -411,30 +411,26 @@ func Run(s Scenario) (Result, error) {
 	for r := range s.Replies {
 		st := lead + r*(replyLen+gap)
 		farStarts = append(farStarts, st)
-		if s.BargeIn || s.NoFar {
+		var at int // where the near end starts, from the reply's start
+		switch {
+		case s.BargeIn || s.NoFar:
 			lo, hi := replyLen*3/10, replyLen*6/10
 			if s.NoFar {
 				lo, hi = replyLen/3, replyLen/3+1
 			}
-			at := lo + rng.IntN(max(hi-lo, 1))
-			at = at / micFrame * micFrame
-			if overlaps(gaps, st+at, st+at+len(near)) {
-				lostPhrases++ // the user spoke into a mic dropout: not placed
-				continue
-			}
-			n := copy(nearTL[st+at:], near)
-			phrases = append(phrases, phrase{start: st + at, onset: st + at + firstSpeech, end: st + at + n})
+			at = lo + rng.IntN(max(hi-lo, 1))
+		case s.Answer:
+			at = replyLen + (answerMinMS+rng.IntN(answerMaxMS-answerMinMS))*NearRate/1000
+		default:
+			continue
 		}
-		if s.Answer {
-			at := replyLen + (answerMinMS+rng.IntN(answerMaxMS-answerMinMS))*NearRate/1000
-			at = at / micFrame * micFrame
-			if overlaps(gaps, st+at, st+at+len(near)) {
-				lostPhrases++
-				continue
-			}
-			n := copy(nearTL[st+at:], near)
-			phrases = append(phrases, phrase{start: st + at, onset: st + at + firstSpeech, end: st + at + n})
+		at = at / micFrame * micFrame
+		if overlaps(gaps, st+at, st+at+len(near)) {
+			lostPhrases++ // the user spoke into a mic dropout: not placed
+			continue
 		}
+		n := copy(nearTL[st+at:], near)
+		phrases = append(phrases, phrase{start: st + at, onset: st + at + firstSpeech, end: st + at + n})
 	}
 	labels := Labels(nearTL)
 
