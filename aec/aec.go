@@ -335,6 +335,14 @@ func (d *dual) Process(out, near, far []int16) {
 	d.main.Process(out, near, far)
 }
 
+// FilterMS implements filterSpanner for the main canceller (0: unknown).
+func (d *dual) FilterMS() int {
+	if f, ok := d.main.(filterSpanner); ok {
+		return f.FilterMS()
+	}
+	return 0
+}
+
 // OutputDelay implements outputDelayer (both outputs lag by the main
 // canceller's delay).
 func (d *dual) OutputDelay() int { return d.odelay }
@@ -435,6 +443,14 @@ type leader interface {
 // end).
 type leadSetter interface {
 	SetLead(lead int) bool
+}
+
+// filterSpanner is implemented by cancellers that know how far their own
+// adaptive filter reaches along the far end they are handed (ms): what
+// they leave of the echo, where their suppressor lets it through, is the
+// part beyond it. dual answers for its main canceller.
+type filterSpanner interface {
+	FilterMS() int
 }
 
 // doubleTalker is implemented by cancellers that change their residual

@@ -77,9 +77,11 @@ type SourceConfig struct {
 	// room's decay from the mic in the far end's pauses and predicts, for
 	// every read, the energy of the echo beyond that length, which neither
 	// filter removes and WebRTC's AEC2 suppressor (no reverberation model)
-	// sometimes lets through in a quiet room. While the far end plays, a
-	// read whose decision signal is below that prediction, and whose
-	// linear output (dual path) is at most 4 dB above it, starts no
+	// sometimes lets through in a quiet room, and beyond the main
+	// canceller's own filter if that is shorter (AEC2's 128 ms). While the
+	// far end plays, a read whose decision signal is at most 4 dB above
+	// the latter, and whose linear output (dual path) is at most 4 dB
+	// above the former, starts no
 	// utterance (EchoDominated), unless the linear guard found the user in
 	// it (from 200 ms after the far end stopped the linear output may
 	// exceed that bound if the linear guard did not find it louder than
@@ -268,6 +270,7 @@ type Source struct {
 	echoOnly         atomic.Bool
 	echoFree         atomic.Bool   // no far end for farTail: no echo in the last Read
 	rv               *reverb.Tail  // the reverberation guard's model (ReverbGuardMS), nil: off
+	rvMainMS         int           // the main canceller's own filter (filterSpanner), at most ReverbGuardMS
 	rvHeld           atomic.Int64  // reads it held
 	rvRT60           atomic.Uint64 // the learnt RT60 (float64 bits), for other goroutines
 	rvLevel          atomic.Uint64 // and its level (reverb.Model.LevelDB, float64 bits)
@@ -377,6 +380,10 @@ func NewSource(src hw.AudioSource, ref *Reference, c Canceller, clk clock.Clock,
 	s.ls, _ = c.(leadSetter)
 	if cfg.ReverbGuardMS > 0 {
 		s.rv = reverb.New(cfg.ReverbGuardMS)
+		s.rvMainMS = cfg.ReverbGuardMS
+		if f, ok := c.(filterSpanner); ok && f.FilterMS() > 0 {
+			s.rvMainMS = min(s.rvMainMS, f.FilterMS())
+		}
 		if !cfg.ReverbUnassumed {
 			_ = s.rv.Assume(reverb.Typical()) // within reverb's limits (its tests)
 		}
@@ -495,7 +502,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		// seeds; with it none).
 		s.dropouts++
 	}
-	var eMic, eOut, eFar, eLin, eLate float64
+	var eMic, eOut, eFar, eLin, eLate, eLateMain float64
 	// The noise floor the reverberation guard learns the room's decay
 	// above (energy per frame): the output's, which is the mic's while the
 	// far end is silent; it moves only after this read's frames.
@@ -572,6 +579,8 @@ func (s *Source) Read(dst []int16) (int, error) {
 			// The model's late reverberation, or in a free decay of the
 			// room beyond the filters the decay's own line if higher.
 			eLate += max(s.rv.Push(eF, eN, rvNoise), s.rv.FreeDecay())
+			// And beyond the main canceller's own filter: what it leaves.
+			eLateMain += max(s.rv.Beyond(s.rvMainMS), s.rv.FreeDecay())
 		}
 		s.c.Process(s.out, near, s.far)
 		eOut += energy(s.out)
@@ -639,7 +648,8 @@ func (s *Source) Read(dst []int16) (int, error) {
 		c := max(s.dtRatio, math.Pow(10, (s.linRed.Value()+linearTrustDB)/10))
 		startEcho = s.farHang > 0 && eMic > min(thr, c)*eOut
 	}
-	eDec := eOut // the decision frame's energy (whole frames), the linear output's where it takes that
+	eDec := eOut          // the decision frame's energy (whole frames), the linear output's where it takes that
+	eDecLate := eLateMain // the late reverberation beyond the filter eDec comes from
 	disturbed := s.disturbance(n, eFar, farNow, echo)
 	linUser, linAudible := s.linearUser(n, eFar, farNow, echo, eMic, eLin)
 	// The output's noise floor, tracked while the far end is silent (what
@@ -710,7 +720,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 			echo, noiseOnly = false, false
 			fr := n / FrameSamples * FrameSamples
 			copy(s.dec[:fr], dst[:fr])
-			eDec = eLin
+			eDec, eDecLate = eLin, eLate
 			s.linUsed.Add(1)
 			linAudible = false // done
 		}
@@ -762,15 +772,20 @@ func (s *Source) Read(dst []int16) (int, error) {
 		// output, not what the suppressor left of the user.
 		fr := n / FrameSamples * FrameSamples
 		copy(s.dec[:fr], dst[:fr])
-		eDec = eLin
+		eDec, eDecLate = eLin, eLate
 	}
 	if s.rv != nil {
 		// The reverberation guard (ReverbGuardMS): the decision signal
-		// holds no more than the room's late reverberation would. With a
-		// linear filter beside the canceller, its output must hold no
-		// more than that either (within reverbLinearRatio): what it
-		// leaves of the echo is the reverberation beyond it, and a user
-		// the suppressor held down is still in it.
+		// holds no more than the room's reverberation beyond the filter
+		// it comes from would (within reverbDecRatio): the main
+		// canceller's own (rvMainMS: WebRTC's AEC2 covers 128 ms, so
+		// where its suppressor lets the echo through, as at a word's
+		// onset after a short gap, it leaves the reverberation from
+		// there on, not only what lies beyond the linear filter's 256
+		// ms). With a linear filter beside the canceller, its output
+		// must hold no more than the reverberation beyond it either
+		// (within reverbLinearRatio), and a user the suppressor held
+		// down is still in it.
 		//
 		// Once the far end has been silent for reverbSilentMS (the end
 		// of a reply, or a long pause), a linear output the linear guard
@@ -778,7 +793,7 @@ func (s *Source) Read(dst []int16) (int, error) {
 		// recent echo (!linAudible) is no evidence of the user either:
 		// there the filter has not yet removed the early part of the last
 		// words' echo, and its output lay 0.2-2 dB over the 4 dB allowed.
-		during := !echo && !noiseOnly && !linUser && s.farHang > 0 && eDec < eLate &&
+		during := !echo && !noiseOnly && !linUser && s.farHang > 0 && eDec < reverbDecRatio*eDecLate &&
 			(s.lin == nil || eLin < reverbLinearRatio*eLate || (!linAudible && s.farHang <= (farTail-reverbSilentMS)*Rate/1000))
 		// After the reply (farTail past) the room's late reverberation
 		// of its last words is still in the mic while the prediction
@@ -966,6 +981,16 @@ const outageRoomDB = -90.0
 // far-end-only replies, and +7 dB (10th percentile −0.4 dB) while a user
 // talked over the robot at SER −10 dB.
 const reverbLinearRatio = 2.5
+
+// reverbDecRatio: likewise for the decision signal against the
+// reverberation beyond the main canceller's own filter (4 dB, the linear
+// output's allowance). A decision signal that had to stay under that
+// prediction (as before 2026-12-07, and under the prediction beyond the
+// linear filter's 256 ms) started utterances in a 1.5 s room at the
+// onsets of words after short gaps, 0-2 dB over it, where AEC2's
+// suppressor let the echo through (duplex-bench --rt60 1.5 --drr-db -3,
+// 30 replies: 8 and 6 false barge-ins; docs/benchmarks.md).
+const reverbDecRatio = 2.5
 
 // reverbSilentMS: how long the far end must have been silent before the
 // reverberation guard holds a read whose linear output the linear guard

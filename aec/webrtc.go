@@ -25,6 +25,7 @@ type webrtcAEC struct {
 	dtLevel  C.int // in double talk (-1: unchanged)
 	inDouble bool
 	ns       bool
+	filterMS int // the AEC's adaptive filter (FilterMS)
 }
 
 // OutputDelay implements outputDelayer: the APM's output lags its input by
@@ -59,7 +60,10 @@ func newWebRTC(o Options) (Canceller, error) {
 	if a == nil {
 		return nil, errors.New("aec: webrtc AudioProcessing::Create failed")
 	}
-	w := &webrtcAEC{a: a, level: C.int(suppressionLevel(o.Suppression)), dtLevel: -1, ns: o.NoiseSuppression}
+	w := &webrtcAEC{a: a, level: C.int(suppressionLevel(o.Suppression)), dtLevel: -1, ns: o.NoiseSuppression, filterMS: webrtcExtendedMS}
+	if o.ShortFilter {
+		w.filterMS = webrtcShortMS
+	}
 	if o.DoubleTalkSuppression != "" {
 		w.dtLevel = C.int(suppressionLevel(o.DoubleTalkSuppression))
 	}
@@ -90,6 +94,14 @@ func (w *webrtcAEC) DoubleTalk(on bool) {
 		C.aec_apm_set_suppression(w.a, w.level)
 	}
 }
+
+// The legacy AEC's adaptive filter along the far end it is handed: 32
+// partitions of 64 samples with the extended filter (the default), 12
+// without (ShortFilter).
+const webrtcExtendedMS, webrtcShortMS = 128, 48
+
+// FilterMS implements filterSpanner.
+func (w *webrtcAEC) FilterMS() int { return w.filterMS }
 
 // LeadMS implements leader.
 func (w *webrtcAEC) LeadMS() int { return webrtcLeadMS }

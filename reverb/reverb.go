@@ -126,6 +126,8 @@ type Tail struct {
 	// Assume). The level is learnt once it reaches readySpread, and the
 	// model counts as learnt (Model, RT60) once it is above 0.
 	own float64
+	// rhoPushed: the decay the last Push predicted with (Beyond).
+	rhoPushed float64
 	// assumedDB: the level assumed (Assume) until the room's own pauses
 	// give theirs, for a 0 dB echo path (pathDB moves it: EchoPath);
 	// assumed: there is one.
@@ -172,6 +174,7 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 		t.silent = 0
 	}
 	rho := t.rho()
+	t.rhoPushed = rho
 	t.line = 0
 	if t.silent >= pauseFrames && mic > 0 && mic > noise*t.aboveK {
 		y := 10 * math.Log10(mic)
@@ -242,6 +245,23 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 	}
 	old := t.hist[t.pos] // S, lag frames ago
 	return math.Pow(10, lv/10) * math.Pow(rho, float64(t.lag)) * old
+}
+
+// Beyond returns the predicted energy of the reverberation beyond lagMS
+// (rounded down to frames, at least one frame, at most the Tail's own lag)
+// in the frame last pushed: A·ρ^j·S(t−j). Beyond the Tail's lag it is what
+// Push returned. A canceller whose own filter is shorter than the lag
+// leaves the echo beyond its filter, which is more: WebRTC's AEC2 (128
+// ms) beside a 256 ms linear filter. 0 until the room is learnt (or
+// assumed). It does not allocate.
+func (t *Tail) Beyond(lagMS int) float64 {
+	lv, ok := t.levelDB()
+	if !ok {
+		return 0
+	}
+	j := min(max(lagMS/FrameMS, 1), t.lag)
+	n := len(t.hist)
+	return math.Pow(10, lv/10) * math.Pow(t.rhoPushed, float64(j)) * t.hist[(t.pos-1-j+2*n)%n]
 }
 
 // FreeDecay returns the energy the room's free decay alone puts in the

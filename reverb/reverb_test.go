@@ -589,3 +589,55 @@ func TestFreeDecayHoldsTheTailNotTheUser(t *testing.T) {
 		}
 	}
 }
+
+// Beyond a shorter lag the prediction is the reverberation beyond that
+// lag (a canceller whose filter is shorter than the Tail's lag leaves it),
+// and beyond the Tail's own lag it is what Push returns.
+func TestBeyondPredictsTheTailBeyondAShorterFilter(t *testing.T) {
+	const lag = 25
+	r := room{rt60: 0.8, drrDB: -1, noise: 1e-9, scatter: 0.5, seed: 5}
+	far, mic, _ := r.run(12000, lag)
+	tl := New(lag * FrameMS)
+	for i := range far {
+		tl.Push(far[i], mic[i], r.noise)
+	}
+	if _, ok := tl.Model(); !ok {
+		t.Fatal("not learnt in 2 minutes")
+	}
+	// Another stretch of speech in the same room: the true reverberation
+	// beyond 50, 130 and 250 ms against the predictions.
+	next := room{rt60: 0.8, drrDB: -1, noise: 1e-9, scatter: 0.5, seed: 6}
+	var truth [3][]float64
+	js := [3]int{5, 13, lag}
+	var far2, mic2 []float64
+	for k, j := range js {
+		far2, mic2, truth[k] = next.run(1000, j)
+	}
+	var pred, want [3]float64
+	for i := range far2 {
+		p := tl.Push(far2[i], mic2[i], next.noise)
+		if b := tl.Beyond(lag * FrameMS); b != p {
+			t.Fatalf("frame %d: Beyond(the lag) %g, Push %g", i, b, p)
+		}
+		if b := tl.Beyond(10 * lag * FrameMS); b != p {
+			t.Fatalf("frame %d: Beyond(beyond the lag) %g, want the lag's %g", i, b, p)
+		}
+		for k, j := range js {
+			pred[k] += tl.Beyond(j * FrameMS)
+			want[k] += truth[k][i]
+		}
+	}
+	for k, j := range js {
+		d := 10 * math.Log10(pred[k]/want[k])
+		t.Logf("beyond %3d ms: predicted %.3g, true %.3g (%+.1f dB)", j*FrameMS, pred[k], want[k], d)
+		if math.Abs(d) > 2 {
+			t.Errorf("beyond %d ms: predicted %+.1f dB from the room's late reverberation, want within 2 dB", j*FrameMS, d)
+		}
+	}
+	if !(want[0] > 2*want[1] && want[1] > 2*want[2]) {
+		t.Fatalf("the room's reverberation beyond 50, 130, 250 ms: %.3g, %.3g, %.3g: the test needs each well above the next", want[0], want[1], want[2])
+	}
+	if New(lag*FrameMS).Beyond(50) != 0 {
+		t.Error("a new Tail predicts beyond 50 ms before it knows the room")
+	}
+}
