@@ -323,7 +323,9 @@ func (p *Pump) processVAD(cur *slot) {
 			p.endUtterance()
 			return
 		}
-		p.inUttFrame(cur, !lost && db > ref+p.cfg.VAD.StopDB)
+		// A frame the echo guard calls echo is no evidence of the user
+		// either (uttSpeech).
+		p.inUttFrame(cur, p.uttSpeech(!lost && db > ref+p.cfg.VAD.StopDB))
 		return
 	}
 
@@ -380,7 +382,7 @@ func (p *Pump) processDetector(cur *slot) {
 		}
 		speech := p.det.Speech(dec, true)
 		p.noteBackground()
-		p.inUttFrame(cur, speech)
+		p.inUttFrame(cur, p.uttSpeech(speech))
 		return
 	}
 	if lost {
@@ -575,6 +577,20 @@ func (p *Pump) decision(s []int16) []int16 {
 }
 
 func (p *Pump) echoOnly() bool { return p.guard != nil && p.guard.EchoDominated() }
+
+// uttSpeech is whether a frame in an utterance counts as speech for its
+// end: the VAD called it speech (vadSpeech) and the echo guard did not
+// call it echo. The hangover counts the rest: an utterance ends
+// HangoverMS after the user's last frame even while the robot's voice
+// goes on. Before, a frame in an utterance was judged by the VAD alone,
+// and where the canceller leaves the echo loud (a 1.5 s hall: its output
+// 15 dB under the mic) the first barge-in's utterance ran on over the
+// robot's voice to the end of the session: every later user went unheard
+// (duplex-bench --rt60 1.5 --drr-db -3 --barge-in --ser-db 0, 30
+// replies: 5 barge-ins within 300 ms, 26 of 30 phrases clipped), and the
+// uplink carried the robot's residual as the user's speech
+// (docs/benchmarks.md).
+func (p *Pump) uttSpeech(vadSpeech bool) bool { return vadSpeech && !p.echoOnly() }
 
 // inUttFrame handles a frame inside an utterance.
 func (p *Pump) inUttFrame(cur *slot, speech bool) {
