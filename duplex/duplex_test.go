@@ -578,7 +578,10 @@ func TestAnswerInTheReplysTailIsHeard(t *testing.T) {
 // reverberation guard judges the decision signal against the former
 // (aec's filterSpanner, reverb.Tail.Beyond) within 4 dB. Judged against
 // the latter without the margin, as before, the robot interrupted itself
-// in each of these 4 starts' first 3 replies (checked).
+// in each of these 4 starts' first 3 replies (checked). Counted per start:
+// a robot that interrupts itself stops talking, so what matters is
+// whether it does at all (the bench plays on, and each false start
+// counts).
 func TestReverbGuardJudgesTheMainCancellersOwnFilter(t *testing.T) {
 	if raceEnabled {
 		t.Skip("under -race; scripts/test.sh runs it without")
@@ -586,7 +589,7 @@ func TestReverbGuardJudgesTheMainCancellersOwnFilter(t *testing.T) {
 	base := quietReverberantRoom(t)
 	base.Align.ReverbGuardMS = base.AEC.FilterMS()
 	base.Replies = 3
-	falses := 0
+	starts := 0
 	for seed := uint64(1); seed <= 4; seed++ {
 		s := base
 		s.Room.RT60, s.Room.DRRDB, s.Room.Seed, s.Seed = 1.5, -3, seed, seed
@@ -595,9 +598,36 @@ func TestReverbGuardJudgesTheMainCancellersOwnFilter(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("room seed %d: %d false barge-ins, guard held %d reads", seed, r.FalseBargeIns, r.ReverbHeld)
-		falses += r.FalseBargeIns
+		if r.FalseBargeIns > 0 {
+			starts++
+		}
 	}
-	if falses > 1 {
-		t.Errorf("%d false barge-ins in 4 starts of 3 replies in a 1.5 s hall: want at most 1", falses)
+	if starts > 1 {
+		t.Errorf("the robot interrupted itself in %d of 4 starts of 3 replies in a 1.5 s hall: want 1 at most", starts)
+	}
+}
+
+// In the same hall a user who talks over the robot is heard every time:
+// the first barge-in's utterance ends the hangover after the user stops
+// while the robot's voice goes on (capture's uttSpeech: a frame the echo
+// guard calls echo is no evidence of the user), so the next one starts
+// its own. Before, that first utterance ran on over the robot's voice (the
+// canceller leaves it loud there) and every later user went unheard: 1 of
+// these 6 barge-ins within 300 ms (checked).
+func TestBargeInsInAReverberantHallEachStartAnUtterance(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under -race; scripts/test.sh runs it without")
+	}
+	s := quietReverberantRoom(t)
+	s.Align.ReverbGuardMS = s.AEC.FilterMS()
+	s.Room.RT60, s.Room.DRRDB = 1.5, -3
+	s.BargeIn, s.SERDB = true, 0
+	r, err := Run(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d phrases, %d within 300 ms, onsets %v, %d false", r.Phrases, r.BargeInsIn300ms, r.Onsets, r.FalseBargeIns)
+	if r.Phrases != s.Replies || r.BargeInsIn300ms < r.Phrases-1 || r.FalseBargeIns > 0 {
+		t.Errorf("%d of %d barge-ins within 300 ms, %d false: want all but one at most, none false", r.BargeInsIn300ms, r.Phrases, r.FalseBargeIns)
 	}
 }
