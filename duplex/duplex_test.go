@@ -304,6 +304,9 @@ func quietReverberantRoom(t *testing.T) Scenario {
 // proves nothing), and the guard must not hide a user who talks over the
 // robot in that room.
 func TestReverbGuardQuietReverberantRoom(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under -race; scripts/test.sh runs it without")
+	}
 	base := quietReverberantRoom(t)
 	guarded := base
 	guarded.Align.ReverbGuardMS = guarded.AEC.FilterMS()
@@ -346,6 +349,9 @@ func TestReverbGuardQuietReverberantRoom(t *testing.T) {
 // robot still hears a user who talks over it in that room
 // (TestReverbGuardQuietReverberantRoom).
 func TestReverbGuardHoldsTheTailAfterAReply(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under -race; scripts/test.sh runs it without")
+	}
 	s := quietReverberantRoom(t)
 	s.Replies, s.GapMS = 6, 1500
 	s.Align.ReverbGuardMS = s.AEC.FilterMS()
