@@ -578,9 +578,11 @@ func (s *Source) Read(dst []int16) (int, error) {
 		if s.rv != nil {
 			// The model's late reverberation, or in a free decay of the
 			// room beyond the filters the decay's own line if higher.
-			eLate += max(s.rv.Push(eF, eN, rvNoise), s.rv.FreeDecay())
+			late := s.rv.Push(eF, eN, rvNoise)
+			fd := s.rv.FreeDecay()
+			eLate += max(late, fd)
 			// And beyond the main canceller's own filter: what it leaves.
-			eLateMain += max(s.rv.Beyond(s.rvMainMS), s.rv.FreeDecay())
+			eLateMain += max(s.rv.Beyond(s.rvMainMS), fd)
 		}
 		s.c.Process(s.out, near, s.far)
 		eOut += energy(s.out)

@@ -239,12 +239,7 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 	if t.pos == len(t.hist) {
 		t.pos = 0
 	}
-	lv, ok := t.levelDB()
-	if !ok {
-		return 0
-	}
-	old := t.hist[t.pos] // S, lag frames ago
-	return math.Pow(10, lv/10) * math.Pow(rho, float64(t.lag)) * old
+	return t.beyond(t.lag)
 }
 
 // Beyond returns the predicted energy of the reverberation beyond lagMS
@@ -255,13 +250,18 @@ func (t *Tail) Push(far, mic, noise float64) float64 {
 // ms) beside a 256 ms linear filter. 0 until the room is learnt (or
 // assumed). It does not allocate.
 func (t *Tail) Beyond(lagMS int) float64 {
+	return t.beyond(min(max(lagMS/FrameMS, 1), t.lag))
+}
+
+// beyond is Beyond for 1 <= j <= lag frames: S(t−j) is hist's entry j
+// before the newest (pos is one past it; at j = lag, pos itself).
+func (t *Tail) beyond(j int) float64 {
 	lv, ok := t.levelDB()
 	if !ok {
 		return 0
 	}
-	j := min(max(lagMS/FrameMS, 1), t.lag)
 	n := len(t.hist)
-	return math.Pow(10, lv/10) * math.Pow(t.rhoPushed, float64(j)) * t.hist[(t.pos-1-j+2*n)%n]
+	return math.Pow(10, lv/10) * math.Pow(t.rhoPushed, float64(j)) * t.hist[(t.pos-1-j+n)%n]
 }
 
 // FreeDecay returns the energy the room's free decay alone puts in the

@@ -288,15 +288,8 @@ func BenchmarkTailPush(b *testing.B) {
 func TestRestoredModelPredictsAtOnceAndGivesWayToTheRoom(t *testing.T) {
 	const lag = 25
 	r := room{rt60: 0.8, drrDB: -1, noise: 1e-9, scatter: 0.5, seed: 5}
-	far, mic, _ := r.run(12000, lag)
-	learnt := New(lag * FrameMS)
-	for i := range far {
-		learnt.Push(far[i], mic[i], r.noise)
-	}
-	m, ok := learnt.Model()
-	if !ok {
-		t.Fatal("not learnt in 2 minutes")
-	}
+	learnt := learntIn(t, r, lag)
+	m, _ := learnt.Model()
 	if math.Abs(m.RT60-0.8) > 0.12 {
 		t.Fatalf("learnt %+v, want RT60 0.8 s", m)
 	}
@@ -590,12 +583,10 @@ func TestFreeDecayHoldsTheTailNotTheUser(t *testing.T) {
 	}
 }
 
-// Beyond a shorter lag the prediction is the reverberation beyond that
-// lag (a canceller whose filter is shorter than the Tail's lag leaves it),
-// and beyond the Tail's own lag it is what Push returns.
-func TestBeyondPredictsTheTailBeyondAShorterFilter(t *testing.T) {
-	const lag = 25
-	r := room{rt60: 0.8, drrDB: -1, noise: 1e-9, scatter: 0.5, seed: 5}
+// learntIn returns a Tail (lag frames) that has heard 2 minutes of r and
+// learnt it.
+func learntIn(t *testing.T, r room, lag int) *Tail {
+	t.Helper()
 	far, mic, _ := r.run(12000, lag)
 	tl := New(lag * FrameMS)
 	for i := range far {
@@ -604,6 +595,15 @@ func TestBeyondPredictsTheTailBeyondAShorterFilter(t *testing.T) {
 	if _, ok := tl.Model(); !ok {
 		t.Fatal("not learnt in 2 minutes")
 	}
+	return tl
+}
+
+// Beyond a shorter lag the prediction is the reverberation beyond that
+// lag (a canceller whose filter is shorter than the Tail's lag leaves it),
+// and beyond the Tail's own lag it is what Push returns.
+func TestBeyondPredictsTheTailBeyondAShorterFilter(t *testing.T) {
+	const lag = 25
+	tl := learntIn(t, room{rt60: 0.8, drrDB: -1, noise: 1e-9, scatter: 0.5, seed: 5}, lag)
 	// Another stretch of speech in the same room: the true reverberation
 	// beyond 50, 130 and 250 ms against the predictions.
 	next := room{rt60: 0.8, drrDB: -1, noise: 1e-9, scatter: 0.5, seed: 6}
