@@ -144,9 +144,12 @@ type VADConfig struct {
 	GradualStartMS int `yaml:"gradual_start_ms"`
 	// FastOnset turns on the spectral (and voiced) detector's onset step
 	// (vad.Options.FastOnset): in steady noise a word is called 20 ms
-	// sooner and more of its first frames are found, but a room whose
-	// noise rises by 3–5 dB at once starts an utterance. Off by default;
-	// docs/benchmarks.md "The first hops of a word".
+	// sooner and more of its first frames are found; an onset the plain
+	// rule or the spectrum's shape does not confirm within 30 ms is
+	// revoked, so a room whose noise rises by a few dB at once starts
+	// about as many utterances as without it. Off by default;
+	// docs/benchmarks.md "The first hops of a word", "A provisional onset
+	// step".
 	FastOnset bool `yaml:"fast_onset"`
 }
 

@@ -576,9 +576,11 @@ func TestProcessNoAllocs(t *testing.T) {
 // BenchmarkProcessVAD: one frame through the VAD path, per detector built
 // in (the default, spectral, and the energy fallback at least).
 func BenchmarkProcessVAD(b *testing.B) {
-	for _, k := range vad.Available() {
+	kinds := append(vad.Available(), vad.KindSpectral+"+fast")
+	for _, k := range kinds {
 		b.Run(k, func(b *testing.B) {
-			p := newBarePump(b, Config{Mode: ModeVAD, VAD: VADConfig{Detector: k}})
+			kind, fast := strings.CutSuffix(k, "+fast")
+			p := newBarePump(b, Config{Mode: ModeVAD, VAD: VADConfig{Detector: kind, FastOnset: fast}})
 			defer p.Close()
 			b.ReportAllocs()
 			i := 0

@@ -131,10 +131,12 @@ type SpectralConfig struct {
 	// FastOnset, when true, takes a word's first hop with a faster
 	// decision-directed rule where the background is steady (onset.go):
 	// words are called a hop or two sooner in stationary noise, and
-	// nothing changes in babble; but a room whose noise rises by 3–5 dB
-	// at once is called speech for about a second, which the plain rule
-	// ignores. Off by default (Options.FastOnset; docs/benchmarks.md "The
-	// first hops of a word").
+	// nothing changes in babble. The onset is provisional: unconfirmed
+	// by the plain rule or the spectrum's shape within two more hops, it
+	// is revoked, so a room whose noise rises by 2–3 dB at once gets at
+	// most three hops of speech (it got up to 0.8 s before). Off by
+	// default (Options.FastOnset; docs/benchmarks.md "The first hops of a
+	// word", "A provisional onset step").
 	FastOnset bool
 }
 
@@ -176,6 +178,14 @@ type Spectral struct {
 
 	// The onset step (SpectralConfig.FastOnset).
 	onset *onsetGate
+	// While a fast onset is provisional (prov hops left), the plain
+	// rule's state runs beside it (its speech estimate shPrevA and log
+	// odds shLogit); see onset.go.
+	prov    int
+	shPrevA []float64
+	shLogit float64
+	provSp  bool // the detector called speech while provisional
+	onHold  int  // hops the step stays off after a revocation (then until γ̄ < onsetRearm)
 }
 
 // NewSpectral returns a spectral detector.
@@ -224,6 +234,7 @@ func NewSpectral(c SpectralConfig) *Spectral {
 	}
 	if c.FastOnset {
 		d.onset = new(onsetGate)
+		d.shPrevA = make([]float64, specBins)
 	}
 	sigma := 32768 * math.Pow(10, c.MinFloorDBFS/20)
 	d.floor = sigma * sigma * w2
@@ -315,6 +326,8 @@ func (d *Spectral) hop() {
 
 	// Likelihood ratio against the noise estimate of the previous hops.
 	alpha := ddAlpha
+	fired := false
+	conc := 1.0
 	if d.onset != nil && d.hops >= mcraInit {
 		var mean float64
 		for j, p := range pow {
@@ -324,25 +337,39 @@ func (d *Spectral) hop() {
 		if d.adapt {
 			d.onset.push(mean)
 		}
-		if !d.last && mean > onsetGamma && d.onset.steady() {
+		if d.onHold > 1 {
+			d.onHold--
+		} else if d.onHold == 1 && mean < onsetRearm {
+			d.onHold = 0
+		}
+		if !d.last && d.onHold == 0 && mean > onsetGamma && d.onset.steady() {
 			alpha = onsetAlpha // onset.go
+			if d.prov == 0 {
+				fired = true
+				d.provSp = false
+				d.prov = onsetConfirmHops
+				copy(d.shPrevA, d.prevA)
+				d.shLogit = d.logit
+			}
+		}
+		if d.prov > 0 {
+			var logs float64
+			for j, p := range pow {
+				logs += math.Log(max(min(p/d.lambda[j], gammaMax), 1e-3))
+			}
+			conc = math.Exp(logs/specBins) / mean // onset.go: ≈ 0.56 for noise shaped like the estimate, at any level
 		}
 	}
-	var sum float64
-	for j, p := range pow {
-		lam := d.lambda[j]
-		gamma := min(p/lam, gammaMax)
-		xi := alpha*d.prevA[j]/lam + (1-alpha)*max(gamma-1, 0)
-		xi = max(xi, xiMin)
-		r := xi / (1 + xi)
-		sum += gamma*r - math.Log1p(xi)
-		d.prevA[j] = r * r * p
+	d.llr = d.evidence(pow, alpha, d.prevA)
+	var shLLR float64
+	if d.prov > 0 {
+		shLLR = d.evidence(pow, ddAlpha, d.shPrevA)
 	}
-	d.llr = sum / specBins
+	var extra float64
 	if d.voicing > 0 {
 		d.voiced = d.periodicity()
 		thr := d.vmed + d.margin
-		d.llr += d.voicing * max(0, d.voiced-thr)
+		extra = d.voicing * max(0, d.voiced-thr)
 		if d.adapt {
 			switch {
 			case d.hops < mcraInit:
@@ -354,6 +381,8 @@ func (d *Spectral) hop() {
 			}
 		}
 	}
+	d.llr += extra
+	shLLR += extra
 	if d.hops < mcraInit {
 		d.llr = 0 // still learning the noise: no evidence either way
 	}
@@ -364,15 +393,29 @@ func (d *Spectral) hop() {
 		}
 		if d.bg.gate(level, d.llr, d.adapt && d.hops >= mcraInit) {
 			d.llr = min(d.llr, 0) // under the background: no evidence of speech
+			shLLR = min(shLLR, 0)
 		}
 	}
 
 	// Two-state HMM: prior from the last posterior, posterior log odds.
-	post := 1 / (1 + math.Exp(-d.logit))
-	prior := hmmA01*(1-post) + (1-hmmA10)*post
-	d.logit = math.Log(prior/(1-prior)) + d.llr
-	d.logit = min(max(d.logit, -logitBound), logitBound)
+	d.logit = hmmStep(d.logit, d.llr)
 	d.last = d.logit > 0
+	if d.prov > 0 {
+		d.provSp = d.provSp || d.last
+		d.shLogit = hmmStep(d.shLogit, shLLR)
+		switch {
+		case d.shLogit > 0 || conc < onsetConc:
+			d.prov = 0 // confirmed: the plain rule calls it too, or the excess has a shape
+		case !fired:
+			d.prov--
+			if d.prov == 0 && d.provSp { // not confirmed: the plain rule's state is the detector's
+				copy(d.prevA, d.shPrevA)
+				d.logit = d.shLogit
+				d.last = false
+				d.onHold = onsetHoldHops
+			}
+		}
+	}
 	switch {
 	case d.last:
 		d.burst = min(d.burst+1, specBurstHops)
@@ -391,6 +434,31 @@ func (d *Spectral) hop() {
 		d.track(pow)
 	}
 	d.hops++
+}
+
+// evidence returns the mean log likelihood ratio of pow against the noise
+// estimate, the a-priori SNR by the decision-directed rule with alpha from
+// prevA (the previous hop's speech estimate, updated).
+func (d *Spectral) evidence(pow []float64, alpha float64, prevA []float64) float64 {
+	var sum float64
+	for j, p := range pow {
+		lam := d.lambda[j]
+		gamma := min(p/lam, gammaMax)
+		xi := alpha*prevA[j]/lam + (1-alpha)*max(gamma-1, 0)
+		xi = max(xi, xiMin)
+		r := xi / (1 + xi)
+		sum += gamma*r - math.Log1p(xi)
+		prevA[j] = r * r * p
+	}
+	return sum / specBins
+}
+
+// hmmStep propagates the speech log odds through the two-state chain and
+// adds a hop's evidence.
+func hmmStep(logit, llr float64) float64 {
+	post := 1 / (1 + math.Exp(-logit))
+	prior := hmmA01*(1-post) + (1-hmmA10)*post
+	return min(max(math.Log(prior/(1-prior))+llr, -logitBound), logitBound)
 }
 
 // track updates the MCRA noise estimate with this hop's periodogram.

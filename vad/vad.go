@@ -116,9 +116,10 @@ type Options struct {
 	BackgroundDB float64
 	// FastOnset turns on KindSpectral's and KindVoiced's onset step
 	// (SpectralConfig.FastOnset): a word's first hop called sooner in
-	// steady noise, at the cost of a false call when the room's noise
-	// rises by a few dB at once (docs/benchmarks.md "The first hops of a
-	// word"). Off by default.
+	// steady noise; provisional until the plain rule or the spectrum's
+	// shape confirms it, so a room whose noise rises by a few dB at once
+	// gets at most a few hops (docs/benchmarks.md "The first hops of a
+	// word", "A provisional onset step"). Off by default.
 	FastOnset bool
 	// Energy tunes KindEnergy (zero fields: capture's defaults); its
 	// MinFloorDBFS also bounds KindSpectral's noise estimate.
