@@ -44,8 +44,9 @@ const (
 )
 
 // DetectorAuto, the default VAD detector, is chosen by measurement
-// (docs/benchmarks.md "VAD on speech in noise"): vad.KindSpectral (pure
-// Go, built in everywhere), except when an echo canceller's onset guard is
+// (docs/benchmarks.md "VAD on speech in noise", "A provisional onset
+// step"): vad.KindSpectral with its provisional onset step (pure Go,
+// built in everywhere; as detector spectral with fast_onset true), except when an echo canceller's onset guard is
 // installed (full duplex, SetOnsetGuard or a source that is an
 // OnsetGuard): then the built-in energy detector, because the spectral
 // detector also hears the canceller's residual echo (23 false barge-ins in
@@ -143,13 +144,14 @@ type VADConfig struct {
 	// docs/benchmarks.md "A sooner start for gradual onsets".
 	GradualStartMS int `yaml:"gradual_start_ms"`
 	// FastOnset turns on the spectral (and voiced) detector's onset step
-	// (vad.Options.FastOnset): in steady noise a word is called 20 ms
-	// sooner and more of its first frames are found; an onset the plain
-	// rule or the spectrum's shape does not confirm within 30 ms is
-	// revoked, so a room whose noise rises by a few dB at once starts
-	// about as many utterances as without it. Off by default;
-	// docs/benchmarks.md "The first hops of a word", "A provisional onset
-	// step".
+	// (vad.Options.FastOnset) for an explicit detector spectral or
+	// voiced; auto (the default) has it on whatever this says. In steady
+	// noise a word is called 20 ms sooner and more of its first frames
+	// are found; an onset the plain rule or the spectrum's shape does not
+	// confirm within 60 ms is revoked, and no utterance starts on it
+	// meanwhile, so a room whose noise rises by a few dB at once starts
+	// as many utterances as without it. docs/benchmarks.md "The first
+	// hops of a word", "A provisional onset step".
 	FastOnset bool `yaml:"fast_onset"`
 }
 

@@ -47,7 +47,10 @@ type Pump struct {
 	// detBG is det when it has a speech-like background guard; bgOn is
 	// the guard's state at the last frame (Run goroutine).
 	detBG vad.BackgroundGuarded
-	bgOn  bool
+	// detProv is det when its speech calls can be provisional (the
+	// spectral detector's onset step): no utterance starts on them.
+	detProv vad.Provisional
+	bgOn    bool
 	// auto: vad.detector auto (det is spectral); useEnergy: auto with an
 	// onset guard, so the built-in energy decision is used.
 	auto, useEnergy bool
@@ -163,12 +166,13 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 			ringLen += p.maxRetro
 		}
 		if v.Detector != vad.KindEnergy {
-			kind, mode := v.Detector, v.DetectorMode
+			kind, mode, fast := v.Detector, v.DetectorMode, v.FastOnset
 			if kind == DetectorAuto {
-				// auto is the measured default: spectral without options.
-				kind, mode, p.auto = vad.KindSpectral, 0, true
+				// auto is the measured default: spectral with its
+				// (provisional) onset step, no other options.
+				kind, mode, fast, p.auto = vad.KindSpectral, 0, true, true
 			}
-			d, err := vad.New(vad.Options{Kind: kind, FrameMS: cfg.FrameMS, Mode: mode, BackgroundDB: v.BackgroundDB, FastOnset: v.FastOnset,
+			d, err := vad.New(vad.Options{Kind: kind, FrameMS: cfg.FrameMS, Mode: mode, BackgroundDB: v.BackgroundDB, FastOnset: fast,
 				Energy: vad.EnergyConfig{MinFloorDBFS: v.MinFloorDBFS}})
 			if err != nil {
 				return nil, fmt.Errorf("capture: vad.detector %q: %w", v.Detector, err)
@@ -176,6 +180,10 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 			p.det = d
 			p.detAdapt, _ = d.(vad.Adapter)
 			p.detBG, _ = d.(vad.BackgroundGuarded)
+			if fast {
+				p.detProv, _ = d.(vad.Provisional)
+				ringLen += cfg.frames(provisionalMS)
+			}
 		}
 	}
 	p.lostSrc, _ = hw.FindSource[LostReporter](src)
@@ -490,6 +498,13 @@ func (p *Pump) noteBackground() {
 // before it holds its noise estimate through digital silence (Pump.silence).
 const lostAfterMS = 1000
 
+// provisionalMS: how long a run of speech can wait for its detector to
+// confirm a provisional onset (vad.Provisional; the spectral detector's
+// onset step confirms or revokes within 30 ms of firing); the pre-roll
+// ring is this much longer, so a start that waited still sends the whole
+// pre-roll.
+const provisionalMS = 80
+
 // silence reports whether the frame just read (samples, and dec, what the
 // VAD judges) is digital silence the VAD must not learn from (lost), or
 // holds some (partial). Both only once the VAD knows the room: it has
@@ -611,7 +626,7 @@ func (p *Pump) inUttFrame(cur *slot, speech bool) {
 // idleFrame handles a frame outside an utterance once speechRun is updated;
 // transient says the transient guard holds the run of speech frames.
 func (p *Pump) idleFrame(cur *slot, transient bool) {
-	if transient || p.speechRun < p.needFrames() {
+	if transient || p.speechRun < p.needFrames() || p.provisional() {
 		p.holdFrame()
 		return
 	}
@@ -639,6 +654,18 @@ func (p *Pump) idleFrame(cur *slot, transient bool) {
 	}
 	p.uttFrames = k
 	p.held = 0
+}
+
+// provisional reports whether the detector's last speech call rests on an
+// onset it has not confirmed yet (vad.Provisional): a run waits for it
+// before it starts an utterance, its frames kept as pre-roll (the ring
+// holds provisionalMS more for them). The spectral detector's onset step
+// confirms or revokes within 30 ms of firing, and a revoked run ends
+// there: a room whose noise rises by a few dB at once starts no
+// utterance on the step alone (docs/benchmarks.md "A provisional onset
+// step").
+func (p *Pump) provisional() bool {
+	return p.detProv != nil && !p.useEnergy && p.detProv.Provisional()
 }
 
 // needFrames is how many speech frames in a row start an utterance: min

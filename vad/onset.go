@@ -2,8 +2,9 @@ package vad
 
 import "sort"
 
-// The onset step (SpectralConfig.FastOnset; Options.FastOnset, off by
-// default: see the noise step below).
+// The onset step (SpectralConfig.FastOnset; Options.FastOnset; on in the
+// capture pump's default detector, auto, since it became provisional:
+// see the noise step below).
 //
 // The decision-directed rule smooths the a-priori SNR with α = 0.98, so
 // after a pause ξ climbs from its floor over three to four 10 ms hops
@@ -52,16 +53,23 @@ import "sort"
 //     noise shaped like the estimate gives ≈ 0.56 at any level, as each
 //     bin's periodogram is exponentially distributed around it);
 //   - otherwise, if the detector called any of those hops speech, the
-//     plain rule's state replaces the detector's (the run ends there:
-//     at most three hops, fewer than the pump's 60 ms of min speech) and
-//     the step stays off for onsetHoldHops and then until γ̄ falls under
-//     onsetRearm (the noise estimate has followed the new level).
+//     plain rule's state replaces the detector's (the run ends there,
+//     seven hops at most) and the step stays off for onsetHoldHops and
+//     then until γ̄ falls under onsetRearm (the noise estimate has
+//     followed the new level). Onsets that fired in noise alone and
+//     never became speech end quietly, without the rest (about one a
+//     second in pink noise).
+//   - Provisional (vad.Provisional) reports, per frame, speech that rests
+//     on an onset not yet confirmed (or revoked in the frame): the frames
+//     are still called speech, but the capture pump starts no utterance
+//     on them until the onset is confirmed.
 //
-// A +2 or +3 dB step is then 1–3 frames of speech instead of 9–42
-// (TestSpectralIgnoresASmallNoiseStep), and rooms whose noise steps every
-// few seconds start as many utterances as with the plain rule; about two
-// thirds of the gain in recall remains (docs/benchmarks.md "A provisional
-// onset step"). Still off by default.
+// A +2 or +3 dB step is then 2–4 frames of provisional speech instead of
+// 9–42 frames of speech (TestSpectralIgnoresASmallNoiseStep), and in the
+// pump rooms whose noise steps every few seconds start exactly as many
+// utterances as with the plain rule (capture.TestNoiseStepStartsNoUtterance;
+// docs/benchmarks.md "A provisional onset step"), with the recall gain
+// kept.
 const (
 	onsetGamma       = 1.3
 	onsetAlpha       = 0.5
@@ -70,7 +78,7 @@ const (
 	onsetSteadyLo    = 0.8
 	onsetSteadyHi    = 1.2
 	onsetQuantileN   = 10   // the 10th percentile: sorted[n/onsetQuantileN]
-	onsetConfirmHops = 2    // hops after the first a fast onset waits for confirmation
+	onsetConfirmHops = 6    // hops after the first that a fast onset waits for confirmation
 	onsetConc        = 0.45 // geometric/arithmetic mean of γ under this: the excess has a shape
 	onsetHoldHops    = 100  // 1 s without the step after a revoked onset
 	onsetRearm       = 1.1  // and then until γ̄ is under this

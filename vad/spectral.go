@@ -131,12 +131,13 @@ type SpectralConfig struct {
 	// FastOnset, when true, takes a word's first hop with a faster
 	// decision-directed rule where the background is steady (onset.go):
 	// words are called a hop or two sooner in stationary noise, and
-	// nothing changes in babble. The onset is provisional: unconfirmed
-	// by the plain rule or the spectrum's shape within two more hops, it
-	// is revoked, so a room whose noise rises by 2–3 dB at once gets at
-	// most three hops of speech (it got up to 0.8 s before). Off by
-	// default (Options.FastOnset; docs/benchmarks.md "The first hops of a
-	// word", "A provisional onset step").
+	// nothing changes in babble. The onset is provisional (Provisional):
+	// unconfirmed by the plain rule or the spectrum's shape within six
+	// more hops, it is revoked, so a room whose noise rises by 2–3 dB at
+	// once gets a few hops of provisional speech (it got up to 0.8 s of
+	// speech before). Off in SpectralConfig; on in the capture pump's
+	// default detector (Options.FastOnset; docs/benchmarks.md "The first
+	// hops of a word", "A provisional onset step").
 	FastOnset bool
 }
 
@@ -185,6 +186,7 @@ type Spectral struct {
 	shPrevA []float64
 	shLogit float64
 	provSp  bool // the detector called speech while provisional
+	revoked bool // an onset was revoked in the current Speech call
 	onHold  int  // hops the step stays off after a revocation (then until γ̄ < onsetRearm)
 }
 
@@ -270,6 +272,7 @@ func (d *Spectral) Speech(frame []int16, _ bool) bool {
 		return false
 	}
 	any, done := false, false
+	d.revoked = false
 	for len(frame) > 0 {
 		n := min(specHop-d.pending, len(frame))
 		copy(d.hist, d.hist[n:])
@@ -295,6 +298,11 @@ func (d *Spectral) Speech(frame []int16, _ bool) bool {
 	}
 	return any
 }
+
+// Provisional implements vad.Provisional: the last frame's speech rests on
+// a fast onset not yet confirmed, or one the frame revoked (onset.go).
+// Always false without SpectralConfig.FastOnset.
+func (d *Spectral) Provisional() bool { return d.prov > 0 && d.provSp || d.revoked }
 
 // hop analyses the last specWin samples.
 func (d *Spectral) hop() {
@@ -412,6 +420,7 @@ func (d *Spectral) hop() {
 				copy(d.prevA, d.shPrevA)
 				d.logit = d.shLogit
 				d.last = false
+				d.revoked = true
 				d.onHold = onsetHoldHops
 			}
 		}

@@ -74,6 +74,16 @@ type Adapter interface {
 	SetAdapt(on bool)
 }
 
+// Provisional is implemented by detectors whose speech calls can be
+// provisional (KindSpectral, KindVoiced with Options.FastOnset):
+// Provisional reports whether the last frame's speech rests on an onset
+// not yet confirmed, or one revoked within the frame. A caller that starts
+// something on a run of speech (the capture pump's utterances) waits while
+// it is true; the frames themselves are still called speech.
+type Provisional interface {
+	Provisional() bool
+}
+
 // BackgroundGuarded is implemented by detectors with a speech-like
 // background guard (KindSpectral, KindVoiced): BackgroundGuardOn reports
 // whether it judged the last frame's background to be speech (babble, a
@@ -117,9 +127,11 @@ type Options struct {
 	// FastOnset turns on KindSpectral's and KindVoiced's onset step
 	// (SpectralConfig.FastOnset): a word's first hop called sooner in
 	// steady noise; provisional until the plain rule or the spectrum's
-	// shape confirms it, so a room whose noise rises by a few dB at once
-	// gets at most a few hops (docs/benchmarks.md "The first hops of a
-	// word", "A provisional onset step"). Off by default.
+	// shape confirms it (Provisional), so a room whose noise rises by a
+	// few dB at once gets a few hops of provisional speech
+	// (docs/benchmarks.md "The first hops of a word", "A provisional
+	// onset step"). Off here; the capture pump's default detector (auto)
+	// turns it on.
 	FastOnset bool
 	// Energy tunes KindEnergy (zero fields: capture's defaults); its
 	// MinFloorDBFS also bounds KindSpectral's noise estimate.
