@@ -1,6 +1,9 @@
 package vad
 
-import "sort"
+import (
+	"math"
+	"sort"
+)
 
 // The onset step (SpectralConfig.FastOnset; Options.FastOnset; on in the
 // capture pump's default detector, auto, since it became provisional:
@@ -126,4 +129,65 @@ func (g *onsetGate) steady() bool {
 	}
 	q := g.low()
 	return q >= onsetSteadyLo && q <= onsetSteadyHi
+}
+
+// onsetStart runs the onset step before a hop's evidence (Spectral.hop,
+// once the noise estimate has been learnt): it returns the
+// decision-directed smoothing for the hop, whether a provisional onset
+// fired on it, and the shape of the hop's excess while an onset is
+// provisional (1 otherwise).
+func (d *Spectral) onsetStart(pow []float64) (alpha float64, fired bool, conc float64) {
+	alpha, conc = ddAlpha, 1
+	var mean float64
+	for j, p := range pow {
+		mean += min(p/d.lambda[j], gammaMax)
+	}
+	mean /= specBins
+	if d.adapt {
+		d.onset.push(mean)
+	}
+	if d.onHold > 1 {
+		d.onHold--
+	} else if d.onHold == 1 && mean < onsetRearm {
+		d.onHold = 0
+	}
+	if !d.last && d.onHold == 0 && mean > onsetGamma && d.onset.steady() {
+		alpha = onsetAlpha
+		if d.prov == 0 {
+			fired = true
+			d.provSp = false
+			d.prov = onsetConfirmHops
+			copy(d.shPrevA, d.prevA)
+			d.shLogit = d.logit
+		}
+	}
+	if d.prov > 0 {
+		var logs float64
+		for j, p := range pow {
+			logs += math.Log(max(min(p/d.lambda[j], gammaMax), 1e-3))
+		}
+		conc = math.Exp(logs/specBins) / mean // ≈ 0.56 for noise shaped like the estimate, at any level
+	}
+	return alpha, fired, conc
+}
+
+// onsetSettle confirms, waits for or revokes the provisional onset after
+// the hop's HMM update: shLLR is the hop's evidence under the plain rule,
+// conc its excess's shape, fired whether the onset fired on this hop.
+func (d *Spectral) onsetSettle(fired bool, conc, shLLR float64) {
+	d.provSp = d.provSp || d.last
+	d.shLogit = hmmStep(d.shLogit, shLLR)
+	switch {
+	case d.shLogit > 0 || conc < onsetConc:
+		d.prov = 0 // confirmed: the plain rule calls it too, or the excess has a shape
+	case !fired:
+		d.prov--
+		if d.prov == 0 && d.provSp { // not confirmed: the plain rule's state is the detector's
+			copy(d.prevA, d.shPrevA)
+			d.logit = d.shLogit
+			d.last = false
+			d.revoked = true
+			d.onHold = onsetHoldHops
+		}
+	}
 }

@@ -333,40 +333,9 @@ func (d *Spectral) hop() {
 	}
 
 	// Likelihood ratio against the noise estimate of the previous hops.
-	alpha := ddAlpha
-	fired := false
-	conc := 1.0
+	alpha, fired, conc := ddAlpha, false, 1.0
 	if d.onset != nil && d.hops >= mcraInit {
-		var mean float64
-		for j, p := range pow {
-			mean += min(p/d.lambda[j], gammaMax)
-		}
-		mean /= specBins
-		if d.adapt {
-			d.onset.push(mean)
-		}
-		if d.onHold > 1 {
-			d.onHold--
-		} else if d.onHold == 1 && mean < onsetRearm {
-			d.onHold = 0
-		}
-		if !d.last && d.onHold == 0 && mean > onsetGamma && d.onset.steady() {
-			alpha = onsetAlpha // onset.go
-			if d.prov == 0 {
-				fired = true
-				d.provSp = false
-				d.prov = onsetConfirmHops
-				copy(d.shPrevA, d.prevA)
-				d.shLogit = d.logit
-			}
-		}
-		if d.prov > 0 {
-			var logs float64
-			for j, p := range pow {
-				logs += math.Log(max(min(p/d.lambda[j], gammaMax), 1e-3))
-			}
-			conc = math.Exp(logs/specBins) / mean // onset.go: ≈ 0.56 for noise shaped like the estimate, at any level
-		}
+		alpha, fired, conc = d.onsetStart(pow) // onset.go
 	}
 	d.llr = d.evidence(pow, alpha, d.prevA)
 	var shLLR float64
@@ -409,21 +378,7 @@ func (d *Spectral) hop() {
 	d.logit = hmmStep(d.logit, d.llr)
 	d.last = d.logit > 0
 	if d.prov > 0 {
-		d.provSp = d.provSp || d.last
-		d.shLogit = hmmStep(d.shLogit, shLLR)
-		switch {
-		case d.shLogit > 0 || conc < onsetConc:
-			d.prov = 0 // confirmed: the plain rule calls it too, or the excess has a shape
-		case !fired:
-			d.prov--
-			if d.prov == 0 && d.provSp { // not confirmed: the plain rule's state is the detector's
-				copy(d.prevA, d.shPrevA)
-				d.logit = d.shLogit
-				d.last = false
-				d.revoked = true
-				d.onHold = onsetHoldHops
-			}
-		}
+		d.onsetSettle(fired, conc, shLLR) // onset.go
 	}
 	switch {
 	case d.last:
