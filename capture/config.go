@@ -46,11 +46,12 @@ const (
 // DetectorAuto, the default VAD detector, is chosen by measurement
 // (docs/benchmarks.md "VAD on speech in noise", "A provisional onset
 // step"): vad.KindSpectral with its provisional onset step (pure Go,
-// built in everywhere; as detector spectral with fast_onset true), except when an echo canceller's onset guard is
-// installed (full duplex, SetOnsetGuard or a source that is an
-// OnsetGuard): then the built-in energy detector, because the spectral
-// detector also hears the canceller's residual echo (23 false barge-ins in
-// 20 replies at 10 dB SNR, energy 0; docs/benchmarks.md).
+// built in everywhere; as detector spectral with fast_onset true),
+// except when an echo canceller's onset guard is installed (full duplex,
+// SetOnsetGuard or a source that is an OnsetGuard): then the built-in
+// energy detector, because the spectral detector also hears the
+// canceller's residual echo (23 false barge-ins in 20 replies at 10 dB
+// SNR, energy 0; docs/benchmarks.md).
 const DetectorAuto = "auto"
 
 // DefaultDetector is the default of VADConfig.Detector.

@@ -500,7 +500,7 @@ const lostAfterMS = 1000
 
 // provisionalMS: how long a run of speech can wait for its detector to
 // confirm a provisional onset (vad.Provisional; the spectral detector's
-// onset step confirms or revokes within 30 ms of firing); the pre-roll
+// onset step confirms or revokes within 60 ms of firing); the pre-roll
 // ring is this much longer, so a start that waited still sends the whole
 // pre-roll.
 const provisionalMS = 80
@@ -660,7 +660,7 @@ func (p *Pump) idleFrame(cur *slot, transient bool) {
 // onset it has not confirmed yet (vad.Provisional): a run waits for it
 // before it starts an utterance, its frames kept as pre-roll (the ring
 // holds provisionalMS more for them). The spectral detector's onset step
-// confirms or revokes within 30 ms of firing, and a revoked run ends
+// confirms or revokes within 60 ms of firing, and a revoked run ends
 // there: a room whose noise rises by a few dB at once starts no
 // utterance on the step alone (docs/benchmarks.md "A provisional onset
 // step").
