@@ -182,7 +182,9 @@ func NewPump(cfg Config, src hw.AudioSource, sink FrameSink, clk clock.Clock, re
 			p.detBG, _ = d.(vad.BackgroundGuarded)
 			if fast {
 				p.detProv, _ = d.(vad.Provisional)
-				ringLen += cfg.frames(provisionalMS)
+			}
+			if p.detProv != nil {
+				ringLen += cfg.frames(provisionalMS) // only a detector that can be provisional makes a run wait
 			}
 		}
 	}

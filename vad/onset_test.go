@@ -233,7 +233,7 @@ func TestSpectralIgnoresASmallNoiseStep(t *testing.T) {
 				}
 				mic[i] = int16(p.next() * 32768 * math.Pow(10, lvl/20))
 			}
-			count := func(fast bool) (n, run, unconfirmed int) {
+			count := func(fast bool) (n, run, sure int) {
 				d, err := New(Options{Kind: KindSpectral, FastOnset: fast})
 				if err != nil {
 					t.Fatal(err)
@@ -246,13 +246,13 @@ func TestSpectralIgnoresASmallNoiseStep(t *testing.T) {
 						cur++
 						run = max(run, cur)
 						if !d.(Provisional).Provisional() {
-							unconfirmed++
+							sure++ // speech the pump could start an utterance on
 						}
 					} else {
 						cur = 0
 					}
 				}
-				return n, run, unconfirmed
+				return n, run, sure
 			}
 			plain, _, _ := count(false)
 			fast, run, sure := count(true)
