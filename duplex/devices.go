@@ -68,6 +68,8 @@ type benchSource struct {
 	out        hw.AudioSink // what the chain writes the far end to: dev, or a clip guard over it
 	dev        *deviceOut
 	far        []int16
+	prelude    []int16 // Scenario.Prelude, from preStart (16 kHz samples; < 0: none)
+	preStart   int
 	farStarts  []int // reply starts, speaker samples at 16 kHz
 	replyLen   int
 	near       []int16
@@ -97,20 +99,32 @@ func (b *benchSource) Format() hw.AudioFormat { return hw.MicFormat }
 func (b *benchSource) Lost() bool   { return b.lost }
 func (b *benchSource) Close() error { return nil }
 
-// farBlock fills dst with the far end from speaker sample at (FarRate).
+// farBlock fills dst with the far end from speaker sample at (FarRate):
+// the prelude, or the reply that overlaps it.
 func (b *benchSource) farBlock(dst []int16, at int64) {
 	clear(dst)
+	if b.preStart >= 0 && copyAt(dst, at, int64(b.preStart)*FarRate/NearRate, b.prelude) {
+		return
+	}
 	for _, st := range b.farStarts {
-		st24 := int64(st) * FarRate / NearRate
-		if at+int64(len(dst)) > st24 && at < st24+int64(len(b.far)) {
-			for i := range dst {
-				if k := at + int64(i) - st24; k >= 0 && k < int64(len(b.far)) {
-					dst[i] = b.far[k]
-				}
-			}
+		if copyAt(dst, at, int64(st)*FarRate/NearRate, b.far) {
 			return
 		}
 	}
+}
+
+// copyAt copies into dst (which starts at sample at) the part of src (which
+// starts at sample st) that overlaps it, and reports whether any does.
+func copyAt(dst []int16, at, st int64, src []int16) bool {
+	if at+int64(len(dst)) <= st || at >= st+int64(len(src)) {
+		return false
+	}
+	for i := range dst {
+		if k := at + int64(i) - st; k >= 0 && k < int64(len(src)) {
+			dst[i] = src[k]
+		}
+	}
+	return true
 }
 
 func (b *benchSource) Read(dst []int16) (int, error) {

@@ -52,6 +52,14 @@ type Scenario struct {
 	GapMS     int
 	// LeadMS of silence before the first reply (the noise floor settles).
 	LeadMS int
+	// Prelude (24 kHz mono), if any, plays after LeadMS and is followed by
+	// LeadMS more before the first reply: a start-up sound (StartupNoise),
+	// played at its own level (not scaled to FarDBFS). The pump is gated
+	// (starts no utterance) until the first reply starts, as while an
+	// agent plays one; the canceller runs throughout.
+	Prelude []int16
+	// preludeUngated (tests): the pump is not held during the Prelude.
+	preludeUngated bool
 	// BargeIn places Near once in every reply, starting at a random point
 	// (seeded) between 30 % and 60 % of the reply (a phrase too long to end
 	// before the next reply lengthens the gaps: bargeInGap); without it Near is not
@@ -166,7 +174,10 @@ type Result struct {
 	// reply's audio had ended (in the gap before the next: the room's
 	// echo tail, the suppressor's release).
 	FalseAfterReply int
-	BargeInsIn300ms int
+	// FalseBeforeReplies counts the false barge-ins that started before
+	// the first reply (in the lead, or during a Prelude and after it).
+	FalseBeforeReplies int
+	BargeInsIn300ms    int
 	// Dropouts is the number of mic dropouts (MicDropoutMS), and
 	// DropoutPhrases the phrases left out because they would have fallen
 	// into one (not counted in Phrases or any other figure).
@@ -379,6 +390,11 @@ func Run(s Scenario) (Result, error) {
 		replyLen = len(near) * 3
 	}
 	lead := s.LeadMS * NearRate / 1000
+	preStart := -1
+	if len(s.Prelude) > 0 {
+		preStart = lead
+		lead += atNearRate(len(s.Prelude)) + lead
+	}
 	gap := s.GapMS * NearRate / 1000
 	if s.BargeIn {
 		gap = bargeInGap(replyLen, gap, len(near))
@@ -455,6 +471,7 @@ func Run(s Scenario) (Result, error) {
 	if !s.NoFar {
 		src.far, src.farStarts, src.replyLen = far, farStarts, replyLen
 	}
+	src.prelude, src.preStart = s.Prelude, preStart
 	spk := &nullSink{unreported: s.SpeakerDropoutUnreported || s.SpeakerDropoutAttenDB > 0}
 	src.speaker = spk
 	if s.SpeakerClock {
@@ -497,6 +514,9 @@ func Run(s Scenario) (Result, error) {
 	defer pump.Close()
 	if canc.Kind() != aec.KindNone {
 		pump.SetOnsetGuard(asrc) // as the agent does with a canceller
+	}
+	if preStart >= 0 && !s.preludeUngated {
+		pump.SetGate(preludeGate{src: src, until: lead})
 	}
 
 	runtime.LockOSThread()
@@ -655,6 +675,9 @@ func Run(s Scenario) (Result, error) {
 			rel := st.at - dur(lead)
 			if rel >= 0 && rel%dur(replyLen+gap) >= dur(replyLen) {
 				res.FalseAfterReply++
+			}
+			if rel < 0 {
+				res.FalseBeforeReplies++
 			}
 			since := sinceDropout(spkGaps, st.at)
 			if since >= 0 && since <= 5*time.Second {

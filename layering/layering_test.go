@@ -54,6 +54,7 @@ var rank = map[string]int{
 	"duck":      3, // local ducking: a speaker decorator over hw
 	"volume":    3, // the robot's own volume: a speaker decorator over hw
 	"clipguard": 3, // lowers the voice when its echo clips the mic: a speaker decorator over hw
+	"warmup":    3, // a start-up sound the canceller learns the room from: a speaker decorator over hw
 	// Stages built on those.
 	"uplink": 4, "video": 4, "video/videotest": 4,
 	"state/gpio": 4, "state/imu": 4, "state/sysfs": 4, "duplex": 4,

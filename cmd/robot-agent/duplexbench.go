@@ -24,6 +24,7 @@ import (
 	"github.com/robot-agent/robot-agent/roomfile"
 	"github.com/robot-agent/robot-agent/vad"
 	"github.com/robot-agent/robot-agent/volume"
+	"github.com/robot-agent/robot-agent/warmup"
 )
 
 const duplexUsage = `Usage: robot-agent duplex-bench [flags]
@@ -76,6 +77,7 @@ type duplexFlags struct {
 	spkDropAtten                                                                                                                              float64
 	volumeDown                                                                                                                                float64
 	roomFile                                                                                                                                  string
+	startup                                                                                                                                   string // --startup-sound
 	reverbTypical, answer                                                                                                                     bool
 	bargeIn, vadCompare, ns, driftComp, speakerClock, clipGuard, reverbGuard, silentSpeaker, vadFastOnset, spkDropUnreported, micDropReported bool
 	vadNoises, vadSNRs, vadDetectors, vadNoiseWAVs, vadLookahead                                                                              string
@@ -159,6 +161,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() { fmt.Fprint(stderr, duplexUsage); fs.PrintDefaults() }
 	fs.StringVar(&f.far, "far", "", "far-end WAV (the robot's reply; any rate, channels mixed, integer or float samples)")
 	fs.StringVar(&f.near, "near", "", "near-end WAV (the user's phrase)")
+	fs.StringVar(&f.startup, "startup-sound", "", "a start-up sound played once, 1 s before the first reply (the mic held until that reply): 'noise' (4 s of pink noise at -26 dBFS RMS) or a WAV file played at its own level; empty: none")
 	fs.StringVar(&f.out, "out", "", "write the uplink (what the pump delivered, 16 kHz) to this WAV; with several --aec, NAME-<kind>.wav")
 	fs.StringVar(&f.aecKinds, "aec", strings.Join(aec.Available(), ","), "cancellers to compare, comma-separated (none, webrtc, speex); a kind may carry :-separated overrides, e.g. webrtc:low:agnostic:m8 (suppression, delay mode, short filter, ns, dt-low = suppression in double talk, m48 = far-end lead in ms, g10 = --guard-margin-db, dc/nodc = drift compensation on/off, rg/norg = the reverberation guard on/off (--reverb-guard), typ/notyp = it assumes a typical room until it learns its own, or none (--reverb-typical), ss/noss = the silent-speaker detector on/off (--silent-speaker), nf6 = noise guard margin in dB, nf-1 = off, lg10 = the linear guard's margin in dB (--linear-guard-db; lg0 = off), canc/lin/lingate = the uplink (default: the agent's, --uplink): the canceller's output, a linear filter's, the guard and VAD judge the canceller's, lingate = that output only while the guard finds the user, the canceller's otherwise)")
 	fs.StringVar(&f.webrtcDelay, "webrtc-delay", aec.DefaultDelay, "webrtc delay handling: estimator (the agent's delay estimator only) or agnostic (plus the APM's delay-agnostic mode)")
@@ -316,10 +319,19 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "robot-agent: duplex-bench: --answer places the near end after every reply: not with --barge-in or --vad-compare")
 		return 2
 	}
+	if f.startup != "" && f.vadCompare {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench: --startup-sound plays before the first reply: not with --vad-compare (no replies)")
+		return 2
+	}
 	if f.vadCompare {
 		return vadCompare(f, stdout, stderr)
 	}
 	far, near, src, err := loadSpeech(f.far, f.near)
+	if err != nil {
+		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
+		return 2
+	}
+	prelude, err := startupSound(f.startup)
 	if err != nil {
 		fmt.Fprintln(stderr, "robot-agent: duplex-bench:", err)
 		return 2
@@ -351,12 +363,16 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	if g := duplex.AnswerGapMS(len(near), f.gapMS); f.answer && g != f.gapMS {
 		fmt.Fprintf(stdout, "duplex-bench: %.1f s between replies (--gap-ms %d), so each answer ends before the next reply\n", float64(g)/1000, f.gapMS)
 	}
+	if prelude != nil {
+		fmt.Fprintf(stdout, "duplex-bench: start-up sound %s: %.1f s at %.1f dBFS RMS, once before the first reply (the mic held until then)\n",
+			f.startup, float64(len(prelude))/duplex.FarRate, rmsDBFS(prelude))
+	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "aec\tERLE 0-2s\tERLE >2s\tguard ERLE\tnear corr (DT)\tVAD P/R\tonset p50/p95\tclipped\tfalse barge-ins\tbarge-in <=300ms\tdelay est (shifts)\tdrift comp\tguard\tchain delay\tCPU/core")
 	code := 0
 	var notes []string
 	for _, k := range kinds {
-		sc := duplex.Scenario{Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn, Answer: f.answer,
+		sc := duplex.Scenario{Prelude: prelude, Far: far, Near: near, Replies: f.replies, GapMS: f.gapMS, LeadMS: 1000, BargeIn: f.bargeIn, Answer: f.answer,
 			FarDBFS: f.farDB, SERDB: f.ser, SNRDB: f.snr, Room: f.rc, NoiseKind: f.noise, NoiseWAV: f.noiseWAV,
 			MicDropoutMS: f.micDropMS, MicDropoutEveryS: f.micDropEvery, MicDropoutReported: f.micDropReported,
 			SpeakerDropoutMS: f.spkDropMS, SpeakerDropoutEveryS: f.spkDropEvery, SpeakerDropoutUnreported: f.spkDropUnreported, SpeakerDropoutAttenDB: f.spkDropAtten, VolumeDownDB: f.volumeDown,
@@ -729,4 +745,36 @@ func nearUse(bargeIn, answer bool) string {
 		return " (answering every reply, 200-800 ms after its end)"
 	}
 	return " (not used: far end only)"
+}
+
+// startupSound is --startup-sound: nil for "", duplex.StartupNoise at its
+// defaults for "noise", else the WAV file mixed to mono at 24 kHz.
+func startupSound(v string) ([]int16, error) {
+	switch v {
+	case "":
+		return nil, nil
+	case "noise":
+		return duplex.StartupNoise(warmup.DefaultDuration, warmup.DefaultDBFS, 1), nil
+	}
+	a, err := wav.ReadFile(v)
+	if err != nil {
+		return nil, fmt.Errorf("--startup-sound %q: %w", v, err)
+	}
+	s := duplex.ToMono(a, duplex.FarRate)
+	if len(s) < duplex.FarRate/10 {
+		return nil, fmt.Errorf("--startup-sound %q: less than 100 ms of audio", v)
+	}
+	if err := notSilent(s, duplex.FarRate); err != nil {
+		return nil, fmt.Errorf("--startup-sound %q: %w", v, err)
+	}
+	return s, nil
+}
+
+// rmsDBFS is the RMS level of s relative to full scale.
+func rmsDBFS(s []int16) float64 {
+	var e float64
+	for _, v := range s {
+		e += float64(v) * float64(v)
+	}
+	return 10*math.Log10(e/float64(max(len(s), 1))+1e-9) - 90.309
 }
