@@ -12,13 +12,16 @@ import (
 	"github.com/robot-agent/robot-agent/aec"
 	"github.com/robot-agent/robot-agent/capture"
 	"github.com/robot-agent/robot-agent/clipguard"
+	"github.com/robot-agent/robot-agent/codec/wav"
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/duck"
+	"github.com/robot-agent/robot-agent/duplex"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/room"
 	"github.com/robot-agent/robot-agent/uplink"
+	"github.com/robot-agent/robot-agent/warmup"
 )
 
 // Full duplex: the `duplex` config section, the echo canceller wiring and
@@ -38,6 +41,7 @@ import (
 //	  webrtc_delay: agnostic  # agnostic (WebRTC's delay-agnostic mode on top of the estimator) | estimator
 //	  max_delay_ms: 400       # delay estimator search range beyond device latencies
 //	  room_file: ""           # keep the room the reverberation guard learnt across restarts in this file (absolute path; "": learn it again at every start)
+//	  startup_sound: ""       # played once at start so the canceller learns the room before the first reply, the mic held meanwhile: noise (4 s of pink noise) | an absolute path to a WAV | "" (none)
 //	  tail_ms: 0              # echo tail speex's filter models, 0..1000 (0: 256 for the linear filter beside webrtc, 128 for the speex canceller); cover the room's reverberation
 //	  duck:                   # local ducking (full duplex only; docs/audio.md)
 //	    enabled: true
@@ -71,6 +75,7 @@ type duplexConfig struct {
 	MaxDelayMS       int         `yaml:"max_delay_ms"`
 	TailMS           int         `yaml:"tail_ms"`
 	RoomFile         string      `yaml:"room_file"`
+	StartupSound     string      `yaml:"startup_sound"`
 	Duck             duckConfig  `yaml:"duck"`
 	ClipGuard        clipConfig  `yaml:"clip_guard"`
 	SimEcho          string      `yaml:"sim_echo"`
@@ -178,6 +183,9 @@ func (c duplexConfig) validate() error {
 	if c.RoomFile != "" && !filepath.IsAbs(c.RoomFile) {
 		errs.Add(p+"room_file", c.RoomFile, "must be an absolute path", `or "" (the room is learnt again at every start)`)
 	}
+	if _, err := c.startupSound(); err != nil {
+		errs.Append(err)
+	}
 	d := c.Duck
 	if d.DepthDB <= 0 || d.DepthDB > 60 {
 		errs.Add(p+"duck.depth_db", d.DepthDB, "want more than 0, at most 60", "to turn ducking off set duck.enabled: false")
@@ -222,6 +230,69 @@ func roomError(prefix string, err error) *field.Error {
 		return e
 	}
 	return &field.Error{Path: prefix, Problem: msg}
+}
+
+// startupSoundNoise is the duplex.startup_sound value for the built-in
+// sound (warmup.Noise).
+const startupSoundNoise = "noise"
+
+// maxStartupSound is the longest start-up sound a WAV may hold: the mic is
+// held while it plays.
+const maxStartupSound = 30 * time.Second
+
+// startupSound returns duplex.startup_sound at the player's 24 kHz, mono
+// (nil for ""), or a *field.Error naming the problem.
+func (c duplexConfig) startupSound() ([]int16, error) {
+	const key = duplexSection + ".startup_sound"
+	switch c.StartupSound {
+	case "":
+		return nil, nil
+	case startupSoundNoise:
+		return warmup.Noise(warmup.DefaultDuration, 24000, warmup.DefaultDBFS, 1), nil
+	}
+	bad := func(problem string) error {
+		return field.New(key, c.StartupSound, problem, `want noise, an absolute path to a WAV file, or "" (none)`)
+	}
+	if !filepath.IsAbs(c.StartupSound) {
+		return nil, bad("must be an absolute path")
+	}
+	a, err := wav.ReadFile(c.StartupSound)
+	if err != nil {
+		return nil, bad(err.Error())
+	}
+	if d := time.Duration(a.Frames()) * time.Second / time.Duration(max(a.SampleRate, 1)); d < 100*time.Millisecond || d > maxStartupSound {
+		return nil, bad(fmt.Sprintf("%.2f s long: want 0.1 s up to %v", d.Seconds(), maxStartupSound))
+	}
+	s, err := toTTSFormat(a, 0)
+	if err != nil {
+		return nil, bad(err.Error())
+	}
+	if p := duplex.PeakLevel(s, 24000); p < duplex.SilentDBFS {
+		return nil, bad(fmt.Sprintf("silent: its loudest 10 ms is at %.0f dBFS", max(p, -200)))
+	}
+	return s, nil
+}
+
+// setupStartupSound wraps the speaker stream with duplex.startup_sound
+// (full duplex only; above the robot's volume, so the sound follows it as
+// the voice does) and returns the gate that holds the mic while it plays
+// (nil: none configured).
+func (a *agent) setupStartupSound() (*warmup.Sink, error) {
+	d, err := loadDuplex(a.cfg, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	sound, err := d.startupSound()
+	if err != nil || sound == nil {
+		return nil, err
+	}
+	w, err := warmup.New(a.speaker, sound, 0, a.clk)
+	if err != nil {
+		return nil, field.New(duplexSection+".startup_sound", d.StartupSound, err.Error(), "")
+	}
+	a.speaker = w
+	a.log.Info("duplex: start-up sound: the echo canceller learns the room from it, the mic held until it has faded", "sound", d.StartupSound, "seconds", w.Duration().Seconds(), "tail_ms", warmup.DefaultTail.Milliseconds())
+	return w, nil
 }
 
 // aecKind resolves auto to the best canceller built into this binary.

@@ -32,6 +32,7 @@ import (
 	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/uplink"
 	"github.com/robot-agent/robot-agent/volume"
+	"github.com/robot-agent/robot-agent/warmup"
 )
 
 const runUsage = `Usage: robot-agent run [flags]
@@ -297,6 +298,14 @@ func (a *agent) build() (err error) {
 		return err
 	}
 	a.speaker = a.volume
+	var startup *warmup.Sink
+	if aecSrc != nil {
+		if startup, err = a.setupStartupSound(); err != nil { // duplex.startup_sound (duplex.go)
+			return err
+		}
+	} else if d, derr := loadDuplex(cfg, os.Getenv); derr == nil && d.StartupSound != "" {
+		log.Info("duplex: startup_sound unused: no echo canceller (half duplex)")
+	}
 	// The service watchdog pings only while the main loops run: the
 	// capture loop gets audio back from the mic, the playback loop hands
 	// periods to the speaker (both every few ms), the uplink beats each
@@ -366,6 +375,9 @@ func (a *agent) build() (err error) {
 	}
 	if aecSrc != nil {
 		a.pump.SetOnsetGuard(aecSrc) // full duplex: the canceller's residual echo starts no utterance
+		if startup != nil {
+			a.pump.SetGate(startup) // no utterance while the start-up sound plays and fades
+		}
 	} else {
 		a.pump.SetGate(a.halfDuplexGate()) // no self-interruption (audio_halfduplex.go)
 	}
