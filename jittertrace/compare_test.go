@@ -264,6 +264,11 @@ func TestMatchConcealHelpers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A part of the grid (its corners and neighbours 5 ms apart): the
+	// whole of it is 23 x 9 replays, minutes under -race (make test).
+	floors, budgets := gridFloors, gridBudgets
+	gridFloors, gridBudgets = []int{0, 150, 190, 195, 200, 205, 240}, []float64{0.0001, 0.001, 0.003, 0.009}
+	t.Cleanup(func() { gridFloors, gridBudgets = floors, budgets })
 	b, floor, g, ok, err := MatchConcealGrid(fr, peer.ConcealedPct, Options{})
 	if err != nil || !ok {
 		t.Fatalf("grid: ok %v, %v", ok, err)
