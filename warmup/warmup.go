@@ -3,10 +3,10 @@
 // sound (Noise) excites every frequency at once where speech excites a
 // few at a time, and a canceller that has only heard its own voice for a
 // few seconds cannot yet tell a user who talks over it from its echo
-// (docs/benchmarks.md "A start-up sound the canceller learns the room from"). While the sound plays and for
-// a tail after it, Sink holds the mic (it is a capture.Gate): nobody is
-// talking to the robot yet, and the sound's reverberation must not start
-// an utterance.
+// (docs/benchmarks.md "A start-up sound the canceller learns the room
+// from"). While the sound plays and for a tail after it, Sink holds the
+// mic (it is a capture.Gate): nobody is talking to the robot yet, and the
+// sound's reverberation must not start an utterance.
 package warmup
 
 import (
@@ -158,7 +158,8 @@ func Noise(d time.Duration, rate int, rmsDBFS float64, seed uint64) []int16 {
 
 // DefaultDBFS and DefaultDuration are the built-in sound's level and
 // length: about 6 dB under a voice at -20 dBFS active level, 4 s
-// (docs/benchmarks.md "A start-up sound the canceller learns the room from").
+// (docs/benchmarks.md "A start-up sound the canceller learns the room
+// from").
 const (
 	DefaultDBFS     = -26.0
 	DefaultDuration = 4 * time.Second
