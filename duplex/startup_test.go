@@ -13,6 +13,9 @@ import (
 // agent holds it). The ungated run must show the problem, else the scene
 // proves nothing.
 func TestStartupSoundTailStartsNoUtterance(t *testing.T) {
+	if raceEnabled {
+		t.Skip("4 scenes of 11 s: minutes under -race; make test runs this test in its pass without")
+	}
 	s := quietDefaultRoom(t, 1)
 	s.Room.RT60, s.Room.DRRDB = 0.8, -1
 	s.Prelude = StartupNoise(warmup.DefaultDuration, warmup.DefaultDBFS, 1)
@@ -42,6 +45,9 @@ func TestStartupSoundTailStartsNoUtterance(t *testing.T) {
 // replies after start, a user 10 dB under the robot's echo in pink noise is
 // heard within 300 ms more often with the sound than without it.
 func TestStartupSoundTeachesTheCancellerTheRoom(t *testing.T) {
+	if raceEnabled {
+		t.Skip("12 scenes: minutes under -race; make test runs this test in its pass without")
+	}
 	s := quietDefaultRoom(t, 2)
 	_, s.Near = speech(t)
 	s.BargeIn, s.SERDB, s.SNRDB, s.NoiseKind = true, -10, 10, "pink"

@@ -26,7 +26,7 @@ else
 fi
 # The duplex scenes too long for -race (they skip themselves under it).
 echo "== long duplex scenes without -race, tags '${TAGS}'"
-go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestRestoredRoom|TestReverbGuardQuietReverberantRoom|TestReverbGuardHoldsTheTailAfterAReply|TestAnswerInTheReplysTailIsHeard|TestReverbGuardJudgesTheMainCancellersOwnFilter|TestBargeInsInAReverberantHallEachStartAnUtterance' ./duplex/
+go test -count=1 -timeout 10m -tags "${TAGS}" -run 'TestRestoredRoom|TestReverbGuardQuietReverberantRoom|TestReverbGuardHoldsTheTailAfterAReply|TestAnswerInTheReplysTailIsHeard|TestReverbGuardJudgesTheMainCancellersOwnFilter|TestBargeInsInAReverberantHallEachStartAnUtterance|TestStartupSound' ./duplex/
 # The real-time tests once more without the race detector, which slows the
 # Go side several-fold: the end-to-end tests through the simulated room (its
 # echo path costs ~15x more CPU under -race than real time allows on 2
