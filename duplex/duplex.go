@@ -53,7 +53,7 @@ type Scenario struct {
 	// LeadMS of silence before the first reply (the noise floor settles).
 	LeadMS int
 	// Prelude (24 kHz mono), if any, plays after LeadMS and is followed by
-	// LeadMS more before the first reply: a start-up sound (StartupNoise),
+	// LeadMS more before the first reply: a start-up sound (warmup.Noise),
 	// played at its own level (not scaled to FarDBFS). The pump is gated
 	// (starts no utterance) until the first reply starts, as while an
 	// agent plays one; the canceller runs throughout.

@@ -18,7 +18,7 @@ func TestStartupSoundTailStartsNoUtterance(t *testing.T) {
 	}
 	s := quietDefaultRoom(t, 1)
 	s.Room.RT60, s.Room.DRRDB = 0.8, -1
-	s.Prelude = StartupNoise(warmup.DefaultDuration, warmup.DefaultDBFS, 1)
+	s.Prelude = warmup.Noise(warmup.DefaultDuration, FarRate, warmup.DefaultDBFS, 1)
 	ungated := 0
 	for _, seed := range []uint64{17, 18} {
 		s.Room.Seed, s.Seed = seed, seed
@@ -57,7 +57,7 @@ func TestStartupSoundTeachesTheCancellerTheRoom(t *testing.T) {
 		for _, pre := range []bool{false, true} {
 			s.Prelude = nil
 			if pre {
-				s.Prelude = StartupNoise(warmup.DefaultDuration, warmup.DefaultDBFS, 1)
+				s.Prelude = warmup.Noise(warmup.DefaultDuration, FarRate, warmup.DefaultDBFS, 1)
 			}
 			r, err := Run(s)
 			if err != nil {

@@ -62,11 +62,11 @@ func New(sink hw.AudioSink, sound []int16, tail time.Duration, clk clock.Clock) 
 		tail = DefaultTail
 	}
 	s := &Sink{AudioSink: sink, clk: clk, sound: sound, tail: tail}
-	s.until.Store(int64(clk.Mono() + s.Duration() + tail + grace))
 	if len(sound) == 0 {
-		s.until.Store(0)
-		s.ended.Store(true)
+		s.ended.Store(true) // until 0: never held
+		return s, nil
 	}
+	s.until.Store(int64(clk.Mono() + s.Duration() + tail + grace))
 	return s, nil
 }
 

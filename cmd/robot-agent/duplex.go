@@ -16,7 +16,6 @@ import (
 	"github.com/robot-agent/robot-agent/config"
 	"github.com/robot-agent/robot-agent/config/field"
 	"github.com/robot-agent/robot-agent/duck"
-	"github.com/robot-agent/robot-agent/duplex"
 	"github.com/robot-agent/robot-agent/hw"
 	"github.com/robot-agent/robot-agent/protocol"
 	"github.com/robot-agent/robot-agent/room"
@@ -243,32 +242,45 @@ const maxStartupSound = 30 * time.Second
 // startupSound returns duplex.startup_sound at the player's 24 kHz, mono
 // (nil for ""), or a *field.Error naming the problem.
 func (c duplexConfig) startupSound() ([]int16, error) {
-	const key = duplexSection + ".startup_sound"
-	switch c.StartupSound {
+	if c.StartupSound != "" && c.StartupSound != startupSoundNoise && !filepath.IsAbs(c.StartupSound) {
+		return nil, c.startupError("must be an absolute path")
+	}
+	s, err := loadStartupSound(c.StartupSound)
+	if err != nil {
+		return nil, c.startupError(err.Error())
+	}
+	return s, nil
+}
+
+func (c duplexConfig) startupError(problem string) error {
+	return field.New(duplexSection+".startup_sound", c.StartupSound, problem, `want noise, an absolute path to a WAV file, or "" (none)`)
+}
+
+// loadStartupSound is a start-up sound (duplex.startup_sound, duplex-bench
+// --startup-sound) at the player's 24 kHz, mono, as the agent plays it:
+// nil for "", warmup.Noise at its defaults for "noise", else the WAV file
+// v (0.1 s up to maxStartupSound, not silent) mixed to mono and resampled
+// as `robot-agent say` does.
+func loadStartupSound(v string) ([]int16, error) {
+	switch v {
 	case "":
 		return nil, nil
 	case startupSoundNoise:
-		return warmup.Noise(warmup.DefaultDuration, 24000, warmup.DefaultDBFS, 1), nil
+		return warmup.Noise(warmup.DefaultDuration, hw.TTSFormat.SampleRate, warmup.DefaultDBFS, 1), nil
 	}
-	bad := func(problem string) error {
-		return field.New(key, c.StartupSound, problem, `want noise, an absolute path to a WAV file, or "" (none)`)
-	}
-	if !filepath.IsAbs(c.StartupSound) {
-		return nil, bad("must be an absolute path")
-	}
-	a, err := wav.ReadFile(c.StartupSound)
+	a, err := wav.ReadFile(v)
 	if err != nil {
-		return nil, bad(err.Error())
+		return nil, err
 	}
 	if d := time.Duration(a.Frames()) * time.Second / time.Duration(max(a.SampleRate, 1)); d < 100*time.Millisecond || d > maxStartupSound {
-		return nil, bad(fmt.Sprintf("%.2f s long: want 0.1 s up to %v", d.Seconds(), maxStartupSound))
+		return nil, fmt.Errorf("%.2f s long: want 0.1 s up to %v", d.Seconds(), maxStartupSound)
 	}
 	s, err := toTTSFormat(a, 0)
 	if err != nil {
-		return nil, bad(err.Error())
+		return nil, err
 	}
-	if p := duplex.PeakLevel(s, 24000); p < duplex.SilentDBFS {
-		return nil, bad(fmt.Sprintf("silent: its loudest 10 ms is at %.0f dBFS", max(p, -200)))
+	if err := notSilent(s, hw.TTSFormat.SampleRate); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -277,18 +289,14 @@ func (c duplexConfig) startupSound() ([]int16, error) {
 // (full duplex only; above the robot's volume, so the sound follows it as
 // the voice does) and returns the gate that holds the mic while it plays
 // (nil: none configured).
-func (a *agent) setupStartupSound() (*warmup.Sink, error) {
-	d, err := loadDuplex(a.cfg, os.Getenv)
-	if err != nil {
-		return nil, err
-	}
+func (a *agent) setupStartupSound(d duplexConfig) (*warmup.Sink, error) {
 	sound, err := d.startupSound()
 	if err != nil || sound == nil {
 		return nil, err
 	}
 	w, err := warmup.New(a.speaker, sound, 0, a.clk)
 	if err != nil {
-		return nil, field.New(duplexSection+".startup_sound", d.StartupSound, err.Error(), "")
+		return nil, d.startupError(err.Error())
 	}
 	a.speaker = w
 	a.log.Info("duplex: start-up sound: the echo canceller learns the room from it, the mic held until it has faded", "sound", d.StartupSound, "seconds", w.Duration().Seconds(), "tail_ms", warmup.DefaultTail.Milliseconds())
@@ -373,6 +381,7 @@ func (a *agent) setupEchoCanceller() (*aec.Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	a.duplex = d
 	kind := d.aecKind()
 	if kind == aec.KindNone {
 		a.log.Info("duplex: no echo canceller; half-duplex gate while the robot speaks", "mode", duplexMode())

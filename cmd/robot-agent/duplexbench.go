@@ -24,7 +24,6 @@ import (
 	"github.com/robot-agent/robot-agent/roomfile"
 	"github.com/robot-agent/robot-agent/vad"
 	"github.com/robot-agent/robot-agent/volume"
-	"github.com/robot-agent/robot-agent/warmup"
 )
 
 const duplexUsage = `Usage: robot-agent duplex-bench [flags]
@@ -365,7 +364,7 @@ func cmdDuplexBench(args []string, stdout, stderr io.Writer) int {
 	}
 	if prelude != nil {
 		fmt.Fprintf(stdout, "duplex-bench: start-up sound %s: %.1f s at %.1f dBFS RMS, once before the first reply (the mic held until then)\n",
-			f.startup, float64(len(prelude))/duplex.FarRate, rmsDBFS(prelude))
+			f.startup, float64(len(prelude))/duplex.FarRate, pcm.DBFS(prelude))
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "aec\tERLE 0-2s\tERLE >2s\tguard ERLE\tnear corr (DT)\tVAD P/R\tonset p50/p95\tclipped\tfalse barge-ins\tbarge-in <=300ms\tdelay est (shifts)\tdrift comp\tguard\tchain delay\tCPU/core")
@@ -747,34 +746,12 @@ func nearUse(bargeIn, answer bool) string {
 	return " (not used: far end only)"
 }
 
-// startupSound is --startup-sound: nil for "", duplex.StartupNoise at its
-// defaults for "noise", else the WAV file mixed to mono at 24 kHz.
+// startupSound is --startup-sound: loadStartupSound, the errors named by
+// the flag.
 func startupSound(v string) ([]int16, error) {
-	switch v {
-	case "":
-		return nil, nil
-	case "noise":
-		return duplex.StartupNoise(warmup.DefaultDuration, warmup.DefaultDBFS, 1), nil
-	}
-	a, err := wav.ReadFile(v)
+	s, err := loadStartupSound(v)
 	if err != nil {
 		return nil, fmt.Errorf("--startup-sound %q: %w", v, err)
 	}
-	s := duplex.ToMono(a, duplex.FarRate)
-	if len(s) < duplex.FarRate/10 {
-		return nil, fmt.Errorf("--startup-sound %q: less than 100 ms of audio", v)
-	}
-	if err := notSilent(s, duplex.FarRate); err != nil {
-		return nil, fmt.Errorf("--startup-sound %q: %w", v, err)
-	}
 	return s, nil
-}
-
-// rmsDBFS is the RMS level of s relative to full scale.
-func rmsDBFS(s []int16) float64 {
-	var e float64
-	for _, v := range s {
-		e += float64(v) * float64(v)
-	}
-	return 10*math.Log10(e/float64(max(len(s), 1))+1e-9) - 90.309
 }

@@ -235,6 +235,7 @@ type agent struct {
 	aecSrc   *aec.Source    // full duplex: the cancelling mic (nil: no canceller)
 	aecTap   *aec.Tap       // full duplex: the speaker tap (nil: no canceller)
 	ducker   *duck.Sink     // full duplex with local ducking (nil: off)
+	duplex   duplexConfig   // the duplex section as setupEchoCanceller loaded it
 	volume   *volume.Sink   // the robot's own volume, above the tap (playback.volume_db, skill audio.volume)
 	player   *playback.Player
 	pump     *capture.Pump
@@ -300,10 +301,10 @@ func (a *agent) build() (err error) {
 	a.speaker = a.volume
 	var startup *warmup.Sink
 	if aecSrc != nil {
-		if startup, err = a.setupStartupSound(); err != nil { // duplex.startup_sound (duplex.go)
+		if startup, err = a.setupStartupSound(a.duplex); err != nil { // duplex.startup_sound (duplex.go)
 			return err
 		}
-	} else if d, derr := loadDuplex(cfg, os.Getenv); derr == nil && d.StartupSound != "" {
+	} else if a.duplex.StartupSound != "" {
 		log.Info("duplex: startup_sound unused: no echo canceller (half duplex)")
 	}
 	// The service watchdog pings only while the main loops run: the
